@@ -1,0 +1,29 @@
+"""Shared fixtures. Importing `components` first makes the whole test run offline."""
+
+import socket
+
+import pytest
+
+import components  # noqa: F401
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Fail any attempt to open a non-loopback network connection during the test."""
+    real_connect = socket.socket.connect
+
+    def guarded_connect(sock, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and (host.startswith("127.") or host in {"localhost", "::1"} or sock.family == socket.AF_UNIX):
+            return real_connect(sock, address)
+        raise OSError(f"network access attempted during an offline test: {address!r}")
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        if host in {"localhost", "127.0.0.1", "::1", None}:
+            return real_getaddrinfo(host, *args, **kwargs)
+        raise OSError(f"DNS lookup attempted during an offline test: {host!r}")
+
+    real_getaddrinfo = socket.getaddrinfo
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    yield
