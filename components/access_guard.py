@@ -1,0 +1,98 @@
+"""
+``AccessGuard``: the post-retrieval check of every document against the access
+rule (issue 4 §1, defence in depth).
+
+It takes the request's identity straight from the pipeline inputs, not from the
+filter builder's output, so a bug in the filter, the store's filter translation
+or a retriever's ``filter_policy`` cannot leak a chunk: any document that breaks
+the rule is dropped and logged as an error.
+"""
+
+import logging
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.access_rule import AccessRule
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class AccessGuard:
+    """
+    Drops (and logs as errors) retrieved documents the requester may not see.
+
+    Usage:
+    ```python
+    guard = AccessGuard()
+    visible = guard.run(documents=docs, tenant_id="acme", user_tags=["hr"])["documents"]
+    ```
+    """
+
+    def __init__(self, default_verified_only: bool = False, default_exclude_tainted: bool = True) -> None:
+        """
+        :param default_verified_only: ``verified_only`` when the request does not set it (as in the filter builder).
+        :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
+        """
+        for name, value in (("default_verified_only", default_verified_only), ("default_exclude_tainted", default_exclude_tainted)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be a boolean, got {value!r}.")
+        self.default_verified_only = default_verified_only
+        self.default_exclude_tainted = default_exclude_tainted
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(
+            self, default_verified_only=self.default_verified_only, default_exclude_tainted=self.default_exclude_tainted
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AccessGuard":
+        """Deserialize the component."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document], violations=int)
+    def run(
+        self,
+        documents: list[Document],
+        tenant_id: str,
+        user_tags: list[str],
+        user_id: str | None = None,
+        project_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """
+        :param documents: Retrieved documents, in rank order.
+        :param tenant_id: The requester's tenant.
+        :param user_tags: The requester's tags.
+        :param user_id: The requester's user id.
+        :param project_id: The requester's project id.
+        :param filters: The request's options (``verified_only``, ``exclude_tainted``).
+        :returns: ``documents``: the visible ones, order kept; ``violations``: how many were dropped.
+        """
+        rule = AccessRule.from_request(
+            tenant_id=tenant_id,
+            user_tags=user_tags,
+            user_id=user_id,
+            project_id=project_id,
+            options=filters,
+            default_verified_only=self.default_verified_only,
+            default_exclude_tainted=self.default_exclude_tainted,
+        )
+        visible: list[Document] = []
+        violations = 0
+        for document in documents:
+            reason = rule.violation(document)
+            if reason is None:
+                visible.append(document)
+                continue
+            violations += 1
+            logger.error(
+                "Access violation: retrieval returned document %s (tenant %r) to tenant %r: %s; dropped.",
+                document.id,
+                (document.meta or {}).get("tenant_id"),
+                rule.tenant_id,
+                reason,
+            )
+        return {"documents": visible, "violations": violations}

@@ -1,0 +1,286 @@
+"""
+Text helpers shared by the query components, so each rule lives in one place:
+
+* SourceIds: the specification's citation regex, formatting a chunk's SourceId,
+  stripping markers from an answer.
+* Words: a lower-cased word tokenizer with a light, deterministic suffix
+  normaliser (``policies`` -> ``policy``, ``days`` -> ``day``) and an English
+  stopword list (with question fillers such as "name" and "called"). No model, no randomness: the same text always gives the same
+  tokens.
+* Key phrases (for coverage): the text is cut into *runs* of consecutive content
+  words (a stopword or a punctuation mark ends a run; a line break does not, as
+  hard-wrapped text breaks lines mid-sentence).
+  A run of one word gives that word as a phrase; a longer run gives each adjacent
+  pair (bigram). So "employees receive 25 vacation days" gives
+  ``employee receive``, ``receive 25``, ``25 vacation``, ``vacation day``.
+  A phrase is *found* in a context when the context's own runs contain it.
+* Near-duplicate text (for dedup): Jaccard similarity of word 3-shingles,
+  O(words) per chunk and exact on identical text.
+* Sentences, snippets and tiktoken token counts.
+"""
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from haystack import Document
+
+# The specification's citation pattern (v2, "Citation Mapping").
+SOURCE_ID_PATTERN = r"\[SourceId:\s*([a-zA-Z0-9-]+:\d+)\]"
+_SOURCE_ID_RE = re.compile(SOURCE_ID_PATTERN)
+
+SNIPPET_CHARS = 200
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    either else etc even ever every few for from further get gets got had hadn't has hasn't have haven't having he
+    he'd he'll he's her here here's hers herself him himself his how how's however i i'd i'll i'm i've if in into is
+    isn't it it's its itself just let's like may me might more most much must mustn't my myself need neither no nor
+    not now of off on once one only or other ought our ours ourselves out over own per please rather same shall
+    shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves
+    then there there's these they they'd they'll they're they've this those though through thus to too under until
+    up upon us very via was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+    whether which while who who's whom whose why why's will with within without won't would wouldn't yes yet you
+    you'd you'll you're you've your yours yourself yourselves tell know anything something thing things many
+    name named called exactly actually really currently
+    """.split()
+)
+
+_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
+# Characters that end a run of content words (besides stopwords). Line breaks do not: in
+# hard-wrapped text they fall mid-sentence.
+_RUN_BREAK_RE = re.compile(r"[.,;:!?()\[\]{}\"“”/|]+")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+
+
+def find_source_ids(text: str) -> list[str]:
+    """Every SourceId cited in ``text``, in order, duplicates kept."""
+    return _SOURCE_ID_RE.findall(text or "")
+
+
+def strip_source_ids(text: str) -> str:
+    """``text`` without its ``[SourceId: ...]`` markers."""
+    return _SOURCE_ID_RE.sub(" ", text or "")
+
+
+def source_id_marker(source_id: str) -> str:
+    """The marker an answer cites a chunk with."""
+    return f"[SourceId: {source_id}]"
+
+
+def source_id_of(document: Document) -> str:
+    """
+    A chunk's SourceId: ``{document_id}:{chunk_index}`` from its meta, which the data
+    model makes equal to ``Document.id``; ``Document.id`` when the meta lacks them.
+    """
+    meta = document.meta or {}
+    document_id, chunk_index = meta.get("document_id"), optional_int(meta.get("chunk_index"))
+    if document_id and chunk_index is not None:
+        return f"{document_id}:{chunk_index}"
+    return str(document.id)
+
+
+def document_id_of(document: Document) -> str:
+    """The parent document's id (``meta.document_id``, else the part of the id before the last ``:``)."""
+    meta = document.meta or {}
+    if meta.get("document_id"):
+        return str(meta["document_id"])
+    return str(document.id).rsplit(":", 1)[0]
+
+
+def chunk_fields(document: Document, none_value: str = "N/A") -> dict[str, Any]:
+    """The fields of the specification's context-chunk format for one document."""
+    meta = document.meta or {}
+    page, section = meta.get("page_number"), meta.get("section")
+    return {
+        "source_id": source_id_of(document),
+        "document_name": meta.get("document_name") or document_id_of(document),
+        "page_number": none_value if page in (None, "") else page,
+        "section": none_value if section in (None, "") else section,
+        "content": document.content or "",
+    }
+
+
+def optional_int(value: Any) -> int | None:
+    """``value`` as an int (``4``, ``"4"``), or ``None`` when it is missing or not a whole number."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() else None
+
+
+def chunk_index_of(document: Document) -> int:
+    """A chunk's index: ``meta.chunk_index``, else the number after the last ``:`` of its SourceId (0 if none)."""
+    index = optional_int((document.meta or {}).get("chunk_index"))
+    if index is None:
+        index = optional_int(source_id_of(document).rsplit(":", 1)[-1])
+    return index if index is not None else 0
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The first ``limit`` characters of ``text``, with ``...`` appended when cut."""
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def normalize_word(word: str) -> str:
+    """Lower-case a word and strip common English inflections deterministically."""
+    word = word.lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (no normalisation), in order."""
+    return [token.lower() for token in _WORD_RE.findall(text or "")]
+
+
+def is_content_word(word: str) -> bool:
+    """A word that carries meaning: not a stopword, and either a number or 2+ letters."""
+    lowered = word.lower().replace("’", "'")
+    return lowered not in STOPWORDS and (lowered.isdigit() or len(lowered) >= 2)
+
+
+def content_words(text: str) -> list[str]:
+    """Normalised content words of ``text``, in order (duplicates kept)."""
+    return [normalize_word(token) for token in _WORD_RE.findall(text or "") if is_content_word(token)]
+
+
+def content_runs(text: str) -> list[list[str]]:
+    """Runs of consecutive normalised content words; stopwords and punctuation end a run."""
+    runs: list[list[str]] = []
+    for segment in _RUN_BREAK_RE.split(strip_source_ids(text)):
+        current: list[str] = []
+        for token in _WORD_RE.findall(segment):
+            if is_content_word(token):
+                current.append(normalize_word(token))
+            elif current:
+                runs.append(current)
+                current = []
+        if current:
+            runs.append(current)
+    return runs
+
+
+def key_phrases(text: str) -> list[str]:
+    """
+    The key phrases of ``text`` (see module doc), unique, in order of first appearance.
+    SourceId markers are stripped first.
+    """
+    phrases: dict[str, None] = {}
+    for run in content_runs(text):
+        if len(run) == 1:
+            phrases[run[0]] = None
+        else:
+            for first, second in zip(run, run[1:]):
+                phrases[f"{first} {second}"] = None
+    return list(phrases)
+
+
+def phrase_index(text: str) -> set[str]:
+    """Every unigram and adjacent-pair phrase of ``text``'s content runs, for membership tests."""
+    index: set[str] = set()
+    for run in content_runs(text):
+        index.update(run)
+        index.update(f"{first} {second}" for first, second in zip(run, run[1:]))
+    return index
+
+
+def shingles(text: str, size: int = 3) -> frozenset[tuple[str, ...]]:
+    """Word ``size``-shingles of ``text``; a text shorter than ``size`` words is one shingle."""
+    tokens = words(text)
+    if len(tokens) <= size:
+        return frozenset([tuple(tokens)]) if tokens else frozenset()
+    return frozenset(tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
+
+
+def jaccard(first: frozenset, second: frozenset) -> float:
+    """Jaccard similarity of two sets; two empty sets are identical (1.0)."""
+    if not first and not second:
+        return 1.0
+    union = len(first | second)
+    return len(first & second) / union if union else 0.0
+
+
+_BLOCK_START_RE = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|\|)")
+_STANDALONE_RE = re.compile(r"^\s*(?:#{1,6}\s+|\|)")
+
+
+def _logical_lines(text: str) -> list[str]:
+    """
+    Re-join hard-wrapped lines: a line continues the previous one unless it is blank,
+    or starts a heading, a list item or a table row (each of which is its own line).
+    """
+    lines: list[str] = []
+    current: list[str] = []
+    for raw in (text or "").splitlines():
+        if not raw.strip() or _BLOCK_START_RE.match(raw):
+            if current:
+                lines.append(" ".join(current))
+            current = [raw.strip()] if raw.strip() else []
+            if current and _STANDALONE_RE.match(raw):
+                # Headings and table rows never continue onto the next line.
+                lines.append(current[0])
+                current = []
+            continue
+        current.append(raw.strip())
+    if current:
+        lines.append(" ".join(current))
+    return lines
+
+
+def split_sentences(text: str) -> list[str]:
+    """
+    Split text into sentences. Hard-wrapped lines are joined first; a blank line,
+    heading, list item or table row ends a sentence, and so does ``.!?`` followed by
+    whitespace and a capital, digit or opening quote/bracket. Markdown heading and
+    list markers are removed.
+    """
+    sentences: list[str] = []
+    for line in _logical_lines(text):
+        line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
+        if not line:
+            continue
+        sentences.extend(part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip())
+    return sentences
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str):
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+    """
+    tiktoken token count of ``text``. Special-token strings in user text are counted
+    as plain text (never rejected).
+    """
+    if not text:
+        return 0
+    return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
+def validate_encoding(encoding: str) -> None:
+    """Fail early, at init, on an unknown tiktoken encoding name."""
+    try:
+        _encoding(encoding)
+    except (KeyError, ValueError) as error:
+        raise ValueError(f"Unknown tiktoken encoding {encoding!r}; use cl100k_base or o200k_base.") from error
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """Items without duplicates, in order of first appearance."""
+    return list(dict.fromkeys(items))

@@ -1,0 +1,42 @@
+"""DuplicateChunkFilter (specification test_deduplicate_chunks)."""
+
+import pytest
+from haystack import Document
+
+from components.duplicate_filter import DuplicateChunkFilter
+
+BASE = (
+    "Full-time employees receive 27 days of paid annual leave per calendar year, plus the Dutch public holidays. "
+    "Part-time employees receive leave in proportion to their contracted hours."
+)
+
+
+@pytest.mark.unit
+class TestDuplicateChunkFilter:
+    def test_init(self):
+        assert DuplicateChunkFilter().threshold == 0.9
+        with pytest.raises(ValueError):
+            DuplicateChunkFilter(threshold=1.5)
+
+    def test_to_dict(self):
+        assert DuplicateChunkFilter(threshold=0.8).to_dict()["init_parameters"] == {"threshold": 0.8, "shingle_size": 3}
+
+    def test_from_dict(self):
+        assert DuplicateChunkFilter.from_dict(DuplicateChunkFilter(0.95, 2).to_dict()).shingle_size == 2
+
+    def test_deduplicate_chunks(self):
+        documents = [
+            Document(id="a:0", content=BASE),
+            Document(id="b:3", content=BASE.replace("  ", " ") + " "),            # identical words: similarity 1.0
+            Document(id="c:1", content="Sick days never reduce your annual leave balance."),
+            Document(id="d:2", content=BASE.replace("Dutch", "German")),          # one word differs: below 0.9
+        ]
+        dedup = DuplicateChunkFilter(threshold=0.9)
+        assert dedup.similarity(BASE, documents[3].content) < 0.9
+        out = dedup.run(documents=documents)
+        assert [doc.id for doc in out["documents"]] == ["a:0", "c:1", "d:2"]
+        assert out["dropped"] == 1
+
+    def test_lower_ranked_duplicate_is_the_one_dropped(self):
+        out = DuplicateChunkFilter().run(documents=[Document(id="first", content=BASE), Document(id="second", content=BASE)])
+        assert [doc.id for doc in out["documents"]] == ["first"]

@@ -1,0 +1,66 @@
+"""SearchModeSelector: one pipeline, three search modes."""
+
+import pytest
+from haystack import Document
+
+from components.errors import ContextError
+from components.search_mode_selector import SearchModeSelector
+
+QUERY = [1.0, 0.0]
+
+
+def _doc(name: str, score: float, embedding=(1.0, 0.0)) -> Document:
+    return Document(id=name, content=name, score=score, embedding=list(embedding))
+
+
+def _lists():
+    vector = [_doc("a", 0.9), _doc("b", 0.8, (1.0, 0.5))]
+    keyword = [_doc("c", 12.0, (0.0, 1.0)), _doc("a", 3.0)]
+    # b and c tie on RRF; b is closer to the query, so b comes first whatever order the engine returned.
+    hybrid = [_doc("a", 0.0328), _doc("c", 0.0161, (0.0, 1.0)), _doc("b", 0.0161, (1.0, 0.5))]
+    return {"vector_documents": vector, "keyword_documents": keyword, "hybrid_documents": hybrid}
+
+
+@pytest.mark.unit
+class TestSearchModeSelector:
+    def test_init(self):
+        assert SearchModeSelector().top_k == 5
+        with pytest.raises(ValueError):
+            SearchModeSelector(top_k=0)
+
+    def test_to_dict(self):
+        assert SearchModeSelector(top_k=3).to_dict() == {
+            "type": "components.search_mode_selector.SearchModeSelector", "init_parameters": {"top_k": 3},
+        }
+
+    def test_from_dict(self):
+        assert SearchModeSelector.from_dict(SearchModeSelector(top_k=3).to_dict()).top_k == 3
+
+    @pytest.mark.parametrize(
+        "mode,expected",
+        [
+            ("vector", [("a", ["vector", "keyword"]), ("b", ["vector"])]),
+            ("keyword", [("c", ["keyword"]), ("a", ["vector", "keyword"])]),
+            ("hybrid", [("a", ["vector", "keyword"]), ("b", ["vector"]), ("c", ["keyword"])]),
+        ],
+    )
+    def test_run_modes(self, mode, expected):
+        out = SearchModeSelector().run(**_lists(), query_embedding=QUERY, search_mode=mode)
+        assert out["search_mode"] == mode
+        assert [(doc.id, doc.meta["retrieved_by"]) for doc in out["documents"]] == expected
+
+    def test_run_ties_are_deterministic_and_cut(self):
+        lists = _lists()
+        reversed_hybrid = {**lists, "hybrid_documents": lists["hybrid_documents"][::-1]}
+        for variant in (lists, reversed_hybrid):
+            out = SearchModeSelector().run(**variant, query_embedding=QUERY, search_mode="hybrid", top_k=2)
+            assert [doc.id for doc in out["documents"]] == ["a", "b"]
+
+    def test_run_errors(self):
+        with pytest.raises(ValueError, match="search_mode"):
+            SearchModeSelector().run(**_lists(), query_embedding=QUERY, search_mode="fuzzy")
+        lists = _lists()
+        lists["vector_documents"] = [Document(id="x", content="x", score=1.0)]
+        with pytest.raises(ContextError, match="return_embedding"):
+            SearchModeSelector().run(**lists, query_embedding=QUERY, search_mode="vector")
+        assert SearchModeSelector().run(**{**lists, "keyword_documents": []}, query_embedding=QUERY, search_mode="keyword")["documents"] == []

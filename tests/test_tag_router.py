@@ -1,0 +1,100 @@
+"""TagRouter (specification test_get_route_target_with_owner / _fallback)."""
+
+import asyncio
+
+import pytest
+from haystack import Document
+
+from components.tag_directory import TagDirectory
+from components.tag_router import TagRouter, primary_tag
+
+CITATION = [{"source_id": "d0:0"}]
+
+
+def _docs(*tag_lists: list[str]) -> list[Document]:
+    return [Document(id=f"d{i}:0", content="c", score=0.5, meta={"tags": tags}) for i, tags in enumerate(tag_lists)]
+
+
+@pytest.fixture
+def directory_path(tmp_path):
+    path = tmp_path / "tags.sqlite"
+    directory = TagDirectory(path)
+    directory.add_user("u-maria", "maria@acme.example")
+    directory.set_tag_owner("hr", "u-maria")
+    directory.set_tag_owner("it", None)
+    return str(path)
+
+
+def _run(router: TagRouter, overall: int, documents, user_tags, citations=CITATION, all_cited=True):
+    return router.run(
+        confidence={"overall": overall}, documents=documents, user_tags=user_tags, citations=citations,
+        all_sentences_cited=all_cited,
+    )
+
+
+@pytest.mark.unit
+class TestTagRouter:
+    def test_init(self, directory_path):
+        router = TagRouter(directory_path=directory_path)
+        assert router.confidence_threshold == 60 and router.admin_email == "admin@company.com"
+        with pytest.raises(ValueError):
+            TagRouter(directory_path=directory_path, admin_email="nobody")
+
+    def test_to_dict(self, directory_path):
+        assert TagRouter(directory_path=directory_path, admin_email="ops@x.example").to_dict() == {
+            "type": "components.tag_router.TagRouter",
+            "init_parameters": {"directory_path": directory_path, "admin_email": "ops@x.example", "confidence_threshold": 60},
+        }
+
+    def test_from_dict(self, directory_path):
+        router = TagRouter.from_dict(TagRouter(directory_path=directory_path, confidence_threshold=75).to_dict())
+        assert router.confidence_threshold == 75
+
+    def test_run_cite(self, directory_path):
+        out = _run(TagRouter(directory_path=directory_path), 60, _docs(["hr"]), ["hr"])
+        assert out == {"action": "CITE", "route_to": None, "grounded": True}
+        out = _run(TagRouter(directory_path=directory_path), 90, _docs(["hr"]), ["hr"], all_cited=False)
+        assert out["action"] == "CITE" and out["grounded"] is False
+
+    def test_get_route_target_with_owner(self, directory_path):
+        out = _run(TagRouter(directory_path=directory_path), 45, _docs(["hr", "all-staff"], ["hr"], ["it"]), ["hr", "it", "all-staff"])
+        assert out["action"] == "ROUTE" and out["grounded"] is False
+        assert out["route_to"] == {
+            "tag": "hr",
+            "owner_user_id": "u-maria",
+            "owner_email": "maria@acme.example",
+            "reason": "Low confidence: 45%, routing to hr owner",
+            "fallback": False,
+        }
+
+    def test_get_route_target_fallback(self, directory_path):
+        router = TagRouter(directory_path=directory_path, admin_email="admin@acme.example")
+        no_owner = _run(router, 30, _docs(["it"]), ["it"])["route_to"]
+        assert no_owner == {
+            "tag": "it", "owner_user_id": None, "owner_email": "admin@acme.example",
+            "reason": "Low confidence: 30%; no owner for tag 'it' - routing to admin", "fallback": True,
+        }
+        unknown_tag = _run(router, 30, _docs(["legal"]), ["legal"])["route_to"]
+        assert unknown_tag["fallback"] and unknown_tag["tag"] == "legal" and unknown_tag["owner_email"] == "admin@acme.example"
+        no_context = _run(router, 0, [], ["hr"], citations=[], all_cited=False)
+        assert no_context["action"] == "ROUTE"
+        assert no_context["route_to"]["tag"] == "system" and no_context["route_to"]["fallback"] is True
+        assert no_context["route_to"]["reason"].startswith("No relevant context found")
+
+    def test_primary_tag_only_among_held_tags_ties_alphabetical(self):
+        documents = _docs(["secret", "b"], ["secret", "a"], ["secret"])
+        assert primary_tag(documents, ["a", "b"]) == "a"  # "secret" is most common but not held
+        assert primary_tag(documents, ["zzz"]) is None
+
+    def test_uncited_answer_routes_even_with_high_confidence(self, directory_path):
+        out = _run(TagRouter(directory_path=directory_path), 95, _docs(["hr"]), ["hr"], citations=[], all_cited=False)
+        assert out["action"] == "ROUTE" and out["route_to"]["owner_email"] == "maria@acme.example"
+        assert out["route_to"]["reason"].startswith("Answer cites no context")
+
+    def test_run_async(self, directory_path):
+        out = asyncio.run(
+            TagRouter(directory_path=directory_path).run_async(
+                confidence={"overall": 10}, documents=_docs(["hr"]), user_tags=["hr"], citations=[], all_sentences_cited=False
+            )
+        )
+        assert out["route_to"]["owner_user_id"] == "u-maria"
