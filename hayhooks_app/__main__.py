@@ -1,0 +1,70 @@
+"""
+``python -m hayhooks_app serve`` (what ``make serve`` runs) and ``python -m hayhooks_app keys ...``.
+
+``serve`` reads the settings from the environment (``HAYHOOKS_HOST``/``HAYHOOKS_PORT``, default
+127.0.0.1:1416; ``SOURCEBOUND_DATA_DIR``, default ``./data``; see ``hayhooks_app/API.md``),
+sets the torch thread count deliberately, and serves the Hayhooks app with uvicorn. On first
+start it indexes the bundled sample corpus.
+"""
+
+import argparse
+import os
+import sys
+
+from hayhooks_app import cli_keys
+
+
+def serve(args: argparse.Namespace) -> int:
+    if args.host:
+        os.environ["HAYHOOKS_HOST"] = args.host
+    if args.port:
+        os.environ["HAYHOOKS_PORT"] = str(args.port)
+    if args.data_dir:
+        os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
+
+    from components.runtime import set_torch_threads
+    from hayhooks_app.config import ConfigError, Settings
+
+    try:
+        settings = Settings.from_env()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    threads = set_torch_threads()
+
+    from hayhooks.server.app import run_app
+    from hayhooks.settings import settings as hayhooks_settings
+
+    # Our modules log through the stdlib: route them into Hayhooks' (loguru) log, as uvicorn's are.
+    # Done here, not in create_application, so that building the app in tests leaves logging alone.
+    for name in ("hayhooks_app", "components"):
+        if name not in hayhooks_settings.intercepted_loggers:
+            hayhooks_settings.intercepted_loggers.append(name)
+
+    from hayhooks_app.app import create_application
+
+    app = create_application(settings)
+    print(
+        f"sourcebound: serving on http://{settings.host}:{settings.port} "
+        f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, torch threads {threads})",
+        flush=True,
+    )
+    run_app(app, host=settings.host, port=settings.port)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hayhooks_app", description="sourcebound's Hayhooks application.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="serve the REST and OpenAI-compatible API")
+    serve_parser.add_argument("--host", help="bind address (default HAYHOOKS_HOST or 127.0.0.1)")
+    serve_parser.add_argument("--port", type=int, help="port (default HAYHOOKS_PORT or 1416)")
+    serve_parser.add_argument("--data-dir", help="data folder (default SOURCEBOUND_DATA_DIR or ./data)")
+    serve_parser.set_defaults(func=serve)
+    cli_keys.register(commands)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""
+The Hayhooks application: Hayhooks' FastAPI app with our PipelineWrappers, plus ``/health``,
+``/metrics``, the multipart upload route, JSON errors and the request guard.
+
+Hayhooks deploys the wrappers in ``hayhooks_app/pipelines/`` (one folder each: ``index``,
+``search``, ``rag``, ``invalidate``, ``delete_tenant``, ``flags``) at start-up, sequentially,
+as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``.
+Every wrapper shares one ``ServiceContainer`` (one set of pipelines loaded from YAML, one
+store, one records database).
+
+Start-up order (the lifespan): build the container (load and warm the YAML pipelines; a store
+held by another process fails here, naming the path) -> Hayhooks deploys the wrappers -> check
+every expected wrapper deployed -> index the sample corpus into an empty store and load the tag
+directory -> prune old records (and again every ``SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS``).
+
+Hayhooks' runtime deploy/undeploy routes (which would let any caller run code), its draw route
+(which calls an external renderer), its file-upload stub and the Responses API (no wrapper
+implements it) are removed.
+
+Usage:
+
+```python
+from hayhooks_app.app import create_application
+
+app = create_application()       # settings from the environment
+```
+"""
+
+import asyncio
+import logging
+import os
+import re
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI, File, Form, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+
+from hayhooks_app.config import EXPECTED_PIPELINES, Settings
+from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
+from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
+from hayhooks_app.schemas import IndexResult, UploadForm
+from hayhooks_app.service import ServiceContainer, configure
+
+logger = logging.getLogger(__name__)
+
+WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
+REMOVED_HAYHOOKS_PATHS = frozenset(
+    {
+        "/deploy-yaml", "/deploy_files", "/undeploy/{pipeline_name}",  # runtime code deployment
+        "/draw/{pipeline_name}",  # renders through an external service
+        "/v1/files", "/files",  # a stub that stores nothing
+        "/v1/responses", "/responses",  # the Responses API: no wrapper implements it (would answer 501)
+    }
+)  # fmt: skip
+_SAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def configure_hayhooks(settings: Settings) -> None:
+    """Point Hayhooks at our wrappers, with sequential start-up deploy and closed side doors."""
+    from hayhooks.settings import StartupDeployStrategy
+    from hayhooks.settings import settings as hayhooks_settings
+
+    hayhooks_settings.pipelines_dir = os.environ.get("HAYHOOKS_PIPELINES_DIR") or str(WRAPPERS_DIR)
+    # Parallel start-up deploy of wrappers failed on our stack (STACK_NOTES); sequential works.
+    hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
+    hayhooks_settings.host = settings.host
+    hayhooks_settings.port = settings.port
+    # Defaults that suit a tenant-data service; each stays overridable through HAYHOOKS_* variables.
+    if "HAYHOOKS_TRACING_ENABLED" not in os.environ:
+        # No trace API: then no point capturing every component span of every request either.
+        hayhooks_settings.tracing_enabled = False
+        hayhooks_settings.tracing_include_haystack_spans = False
+    if "HAYHOOKS_MONITORING_ENABLED" not in os.environ:
+        hayhooks_settings.monitoring_enabled = False
+    if "HAYHOOKS_CORS_ALLOW_ORIGINS" not in os.environ:
+        # Browsers on other origins must not read tenant data from a trusted-mode server.
+        hayhooks_settings.cors_allow_origins = []
+        hayhooks_settings.cors_allow_methods = ["GET", "POST"]
+        hayhooks_settings.cors_allow_headers = ["Authorization", "Content-Type"]
+
+
+def _check_deployed(app: FastAPI) -> None:
+    registry = app.state.pipeline_registry
+    missing = [name for name in EXPECTED_PIPELINES if registry.get(name) is None]
+    if missing:
+        raise RuntimeError(
+            f"Pipelines {missing} did not deploy from {WRAPPERS_DIR}; the log above has Hayhooks' reason."
+        )
+
+
+async def _prune_periodically(container: ServiceContainer) -> None:
+    settings = container.settings
+    while True:
+        await asyncio.sleep(settings.records_prune_interval_s)
+        try:
+            removed = await run_in_threadpool(container.records.prune, settings.records_retention_days)
+            if any(removed.values()):
+                logger.info("Pruned records older than %d days: %s", settings.records_retention_days, removed)
+        except Exception:
+            logger.exception("Pruning the records failed.")
+
+
+def _extend_lifespan(app: FastAPI, container: ServiceContainer) -> None:
+    hayhooks_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await run_in_threadpool(container.build)
+        async with hayhooks_lifespan(app):
+            _check_deployed(app)
+            from hayhooks_app.bootstrap import bootstrap
+
+            summary = await run_in_threadpool(bootstrap, container)
+            if summary["corpus"] or summary["tags_loaded"]:
+                logger.info("First start: %s", summary)
+            await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
+            pruning = asyncio.create_task(_prune_periodically(container))
+            try:
+                yield
+            finally:
+                pruning.cancel()
+        container.close()
+
+    app.router.lifespan_context = lifespan
+
+
+def _routes(container: ServiceContainer) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/health", tags=["service"], summary="Service health: store, embedder, generator")
+    async def health() -> JSONResponse:
+        report = await run_in_threadpool(container.health)
+        return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
+
+    @router.get("/metrics", tags=["service"], summary="Prometheus metrics", response_class=Response)
+    async def prometheus_metrics() -> Response:
+        return Response(await run_in_threadpool(metrics.render), media_type=PROMETHEUS_CONTENT_TYPE)
+
+    @router.post("/index/upload", tags=["pipelines"], summary="Index uploaded files (multipart)")
+    async def index_upload(
+        request: Request,
+        files: Annotated[list[UploadFile], File(description="Files to index (.txt, .md, .html, .pdf).")],
+        tenant_id: Annotated[str, Form(description="Owning tenant.")],
+        tags: Annotated[list[str], Form(description="Access tags; repeat the field or separate with commas.")],
+        scope: Annotated[str, Form(description="tenant, user or project.")] = "tenant",
+        user_id: Annotated[str | None, Form(description="Owner for scope=user.")] = None,
+        project_id: Annotated[str | None, Form(description="Project for scope=project.")] = None,
+        document_id: Annotated[str | None, Form(description="Document id (only with a single file).")] = None,
+        document_name: Annotated[str | None, Form(description="Display name (only with a single file).")] = None,
+    ) -> dict:
+        try:
+            form = UploadForm.model_validate(
+                {
+                    "tenant_id": tenant_id,
+                    "tags": [tag.strip() for value in tags for tag in value.split(",") if tag.strip()],
+                    "scope": scope,
+                    "user_id": user_id or None,
+                    "project_id": project_id or None,
+                    "document_id": document_id or None,
+                    "document_name": document_name or None,
+                    "files": len(files),
+                }
+            )
+        except ValidationError as error:
+            raise ApiError(422, "validation_error", describe_validation_errors(error.errors())) from error
+        from hayhooks_app.identity import authorize_write
+
+        key_id = authorize_write(
+            container.settings.auth_mode, container.keys, request.headers, tenant_ids={form.tenant_id}, tags=set(form.tags)
+        )
+        result = await _index_uploads(container, files, form, key_id)
+        return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
+
+    @router.get("/v1/models", tags=["openai"], summary="Models served for chat completions")
+    @router.get("/models", tags=["openai"], include_in_schema=False)
+    async def list_models() -> dict:
+        created = int(container.started_at)
+        return {
+            "object": "list",
+            "data": [{"id": CHAT_MODEL_NAME, "name": CHAT_MODEL_NAME, "object": "model", "created": created, "owned_by": "sourcebound"}],
+        }
+
+    return router
+
+
+async def _index_uploads(container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None) -> dict:
+    """
+    Index uploads as byte streams. Each keeps its (sanitised) file name as ``document_name``, so its
+    ``document_id`` derives from tenant + name: uploading a changed file again replaces it.
+    """
+    from haystack.dataclasses import ByteStream
+
+    from components.document_identity import source_type_for_path
+
+    limit = container.settings.limits.max_upload_bytes
+    streams, total = [], 0
+    for index, upload in enumerate(files):
+        content = await upload.read()
+        total += len(content)
+        if total > limit:
+            raise ApiError(413, "payload_too_large", f"The uploaded files exceed {limit} bytes (SOURCEBOUND_MAX_UPLOAD_BYTES).")
+        name = _SAFE_FILENAME.sub("_", Path(upload.filename or "").name).strip("._") or f"upload-{index}"
+        meta = {**form.stream_meta(), "document_name": form.document_name or name}
+        source_type = source_type_for_path(name)
+        if source_type:
+            meta["source_type"] = source_type  # the file's type, whatever display name was given
+        else:
+            meta["document_name"] = name  # so the "unsupported file type" error names the file
+        streams.append(ByteStream(data=content, meta=meta))
+    try:
+        return await run_in_threadpool(container.index_streams, streams, key_id)
+    except Exception as error:
+        mapped = map_exception(error)
+        if mapped is None:
+            raise
+        raise mapped from error
+
+
+def _remove_routes(router: APIRouter, paths: frozenset[str]) -> None:
+    """Drop routes with these paths from a router and the routers it includes (FastAPI includes lazily)."""
+    kept = []
+    for route in router.routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            _remove_routes(included, paths)
+            if not included.routes:
+                continue
+        elif getattr(route, "path", None) in paths:
+            continue
+        kept.append(route)
+    if len(kept) != len(router.routes):
+        router.routes[:] = kept
+        if hasattr(router, "_mark_routes_changed"):
+            router._mark_routes_changed()
+
+
+def create_application(settings: Settings | None = None) -> FastAPI:
+    """
+    Build the application: Hayhooks' app, our routes, errors, middleware and lifespan.
+
+    :param settings: Application settings; read from the environment when omitted.
+    :returns: The FastAPI app (serve it with uvicorn; pipelines load when its lifespan starts).
+    """
+    settings = settings or Settings.from_env()
+    # The YAML files read the data dir through ${SOURCEBOUND_DATA_DIR}; give them the resolved one.
+    os.environ["SOURCEBOUND_DATA_DIR"] = str(settings.data_dir)
+    configure_hayhooks(settings)
+    container = configure(settings)
+
+    from hayhooks import create_app
+
+    app = create_app()
+    app.title = "sourcebound"
+    app.description = "Grounded, cited, access-controlled RAG over Haystack pipelines, served by Hayhooks."
+    _remove_routes(app.router, REMOVED_HAYHOOKS_PATHS)
+    hayhooks_routes = list(app.router.routes)
+    app.router.routes[:] = []
+    app.include_router(_routes(container))
+    # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
+    app.router.routes.extend(hayhooks_routes)
+    install_error_handlers(app)
+    app.add_middleware(SSEDoneTerminator)
+    app.add_middleware(RequestGuard, limits=settings.limits)
+    _extend_lifespan(app, container)
+    app.state.sourcebound = container
+    return app

@@ -1,0 +1,96 @@
+"""
+First-start set-up: index the bundled sample corpus into an empty store and load the
+tag-owner directory, so a fresh ``make serve`` answers questions about it at once.
+
+Both steps are idempotent: the corpus is indexed only when the store holds no points, and the
+directory only when it holds no tags (later edits through the CLI are never overwritten).
+``SOURCEBOUND_BOOTSTRAP_CORPUS=false`` turns both off.
+
+Usage:
+
+```python
+from hayhooks_app.bootstrap import bootstrap
+from hayhooks_app.service import get_container
+
+summary = bootstrap(get_container().build())
+```
+"""
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from hayhooks_app.service import ServiceContainer
+
+logger = logging.getLogger(__name__)
+
+
+def index_corpus(container: ServiceContainer, manifest: Path) -> dict[str, Any]:
+    """
+    Index every document of a corpus manifest (``evaluation.datasets.load_corpus`` format).
+
+    :returns: ``documents`` (per status), ``chunks_written`` and ``seconds``.
+    """
+    from evaluation.datasets import load_corpus
+
+    from haystack.dataclasses import ByteStream
+
+    documents, _header = load_corpus(manifest)
+    started = time.perf_counter()
+    streams, texts = [], []
+    for document in documents:
+        meta = {key: value for key, value in document.access_meta.items() if value is not None}
+        meta.update(document_id=document.document_id, document_name=document.document_name)
+        if document.path is not None:
+            streams.append(ByteStream(data=document.path.read_bytes(), meta={**meta, "file_path": str(document.path)}))
+        else:
+            texts.append({"content": document.content, **meta})
+    results = []
+    if streams:
+        results.append(container.index_streams(streams))
+    if texts:
+        results.append(container.index_documents(texts))
+    statuses: dict[str, int] = {}
+    for result in results:
+        for entry in result.get("documents", []):
+            statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
+            if entry["status"] == "error":
+                logger.error("Sample corpus document %s failed: %s", entry.get("document_id"), entry.get("error"))
+    return {
+        "documents": statuses,
+        "chunks_written": sum(int(result.get("chunks_written") or 0) for result in results),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def load_tag_directory(container: ServiceContainer, directory_file: Path) -> int:
+    """
+    Load a tag-owner directory YAML into the RAG pipeline's tag directory (the router's) when that is empty.
+
+    :returns: The number of tags loaded (0 when the directory already had tags).
+    """
+    directory = container.tag_directory()
+    if directory is None:
+        logger.warning("The RAG pipeline has no tag directory; %s not loaded.", directory_file)
+        return 0
+    if directory.list_tags():
+        return 0
+    return int(directory.load_from_yaml(directory_file)["tags"])
+
+
+def bootstrap(container: ServiceContainer) -> dict[str, Any]:
+    """Index the sample corpus into an empty store and load its tag directory (see the module doc)."""
+    settings = container.settings
+    summary: dict[str, Any] = {"corpus": None, "tags_loaded": 0}
+    if not settings.bootstrap_corpus:
+        return summary
+    manifest = settings.sample_corpus_dir / "manifest.yml"
+    directory_file = settings.sample_corpus_dir / "directory.yml"
+    if container.store.count_documents() == 0 and manifest.is_file():
+        logger.info("Empty store: indexing the sample corpus from %s ...", manifest)
+        summary["corpus"] = index_corpus(container, manifest)
+        logger.info("Sample corpus indexed: %s", summary["corpus"])
+    if directory_file.is_file():
+        summary["tags_loaded"] = load_tag_directory(container, directory_file)
+    return summary

@@ -1,0 +1,167 @@
+"""
+The application's settings, read once from the environment.
+
+Everything the HTTP layer needs is here; what the pipelines need (``RAG_*``,
+``OLLAMA_BASE_URL``, ``CHAT_MODEL``, ``SOURCEBOUND_DATA_DIR``) is read by the
+YAML files through ``${NAME:-default}`` references (see
+``components.pipeline_loader``), so the YAML stays the single source of truth
+for pipeline behaviour.
+
+Usage:
+
+```python
+from hayhooks_app.config import Settings
+
+settings = Settings.from_env()
+print(settings.data_dir, settings.auth_mode)
+```
+"""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SAMPLE_CORPUS = REPO_ROOT / "evaluation" / "sample_corpus"
+
+AUTH_MODES = ("trusted", "api_key")
+QUERY_LOG_TEXT_MODES = ("full", "hash")
+
+# The Hayhooks wrappers this application deploys: name -> what it serves.
+EXPECTED_PIPELINES = ("delete_tenant", "flags", "index", "invalidate", "rag", "search")
+
+
+class ConfigError(ValueError):
+    """An environment variable has a value the application cannot use; the message names it."""
+
+
+def _env_int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as error:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}.") from error
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}.")
+    return value
+
+
+def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, "").strip() or default
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
+    return value
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}.")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """
+    Request size limits of the HTTP layer; each one turns into a 4xx whose message names the limit.
+
+    Query length, ``k``, history and tag-count bounds are the query side's (``components.models``).
+    """
+
+    max_documents_per_request: int = 100
+    max_document_chars: int = 2_000_000
+    max_document_ids: int = 1000
+    max_request_bytes: int = 16 * 1024 * 1024
+    max_upload_bytes: int = 20 * 1024 * 1024
+    max_upload_files: int = 50
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        return cls(
+            max_documents_per_request=_env_int("SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1),
+            max_document_chars=_env_int("SOURCEBOUND_MAX_DOCUMENT_CHARS", cls.max_document_chars, 1),
+            max_document_ids=_env_int("SOURCEBOUND_MAX_DOCUMENT_IDS", cls.max_document_ids, 1),
+            max_request_bytes=_env_int("SOURCEBOUND_MAX_REQUEST_BYTES", cls.max_request_bytes, 1024),
+            max_upload_bytes=_env_int("SOURCEBOUND_MAX_UPLOAD_BYTES", cls.max_upload_bytes, 1024),
+            max_upload_files=_env_int("SOURCEBOUND_MAX_UPLOAD_FILES", cls.max_upload_files, 1),
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """
+    Application settings.
+
+    :param data_dir: Holds the store (``qdrant/``), the tag directory, ``records.sqlite`` and the keys file.
+    :param host: Bind address (``HAYHOOKS_HOST``).
+    :param port: Bind port (``HAYHOOKS_PORT``).
+    :param auth_mode: ``trusted`` (identity from the body) or ``api_key`` (identity from a Bearer key).
+    :param api_keys_file: JSON file of hashed API keys (``SOURCEBOUND_API_KEYS_FILE``).
+    :param indexing_pipeline: Pipeline name or YAML path for indexing.
+    :param search_pipeline: Pipeline name or YAML path for retrieval only.
+    :param rag_pipeline: Pipeline name or YAML path for answers (``query`` or ``query_ollama``).
+    :param query_log_text: ``full`` stores query text in the query log, ``hash`` stores only a keyed hash.
+    :param records_retention_days: Records older than this are pruned (0 keeps them forever).
+    :param records_prune_interval_s: How often pruning runs while serving.
+    :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
+    :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
+    :param limits: Request size limits.
+    """
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 1416
+    auth_mode: str = "trusted"
+    api_keys_file: Path | None = None
+    indexing_pipeline: str = "indexing"
+    search_pipeline: str = "search"
+    rag_pipeline: str = "query"
+    query_log_text: str = "full"
+    records_retention_days: int = 30
+    records_prune_interval_s: int = 3600
+    bootstrap_corpus: bool = True
+    sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
+        data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
+        keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
+        return cls(
+            data_dir=data_dir,
+            host=os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1",
+            port=_env_int("HAYHOOKS_PORT", 1416, 1),
+            auth_mode=_env_choice("SOURCEBOUND_AUTH_MODE", "trusted", AUTH_MODES),
+            api_keys_file=Path(keys_file).resolve() if keys_file else data_dir / "api_keys.json",
+            indexing_pipeline=os.environ.get("SOURCEBOUND_INDEXING_PIPELINE", "").strip() or "indexing",
+            search_pipeline=os.environ.get("SOURCEBOUND_SEARCH_PIPELINE", "").strip() or "search",
+            rag_pipeline=os.environ.get("SOURCEBOUND_RAG_PIPELINE", "").strip() or "query",
+            query_log_text=_env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
+            records_retention_days=_env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
+            records_prune_interval_s=_env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
+            bootstrap_corpus=_env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
+            sample_corpus_dir=Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS),
+            limits=Limits.from_env(),
+        )
+
+    @property
+    def records_path(self) -> Path:
+        """The SQLite file holding the query log and the index event log."""
+        return self.data_dir / "records.sqlite"
+
+
+def service_version() -> str:
+    """The installed ``sourcebound`` version (``0.0.0`` when run from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sourcebound")
+    except PackageNotFoundError:
+        return "0.0.0"

@@ -1,0 +1,18 @@
+"""``POST /invalidate/run``: remove documents from the index (e.g. an upstream taint cascade)."""
+
+from starlette.datastructures import Headers
+
+from hayhooks_app.schemas import InvalidateRequest, InvalidateResult
+from hayhooks_app.wrapper_support import ServiceWrapper, takes
+
+
+class PipelineWrapper(ServiceWrapper):
+    pipeline_kind = "indexing"
+
+    @takes(InvalidateRequest, returns=InvalidateResult)
+    def run_api(self, request: InvalidateRequest, headers: Headers | None) -> dict:
+        """Invalidate documents: every chunk of each is removed; the reason and cascade id are recorded."""
+        key_id = self.authorize_write(headers, tenant_ids={request.tenant_id})
+        return self.container.invalidate(
+            request.tenant_id, request.document_ids, reason=request.reason, cascade_id=request.cascade_id, key_id=key_id
+        )

@@ -1,0 +1,243 @@
+"""
+The service's records: a query log and an index event log in one SQLite file.
+
+``query_log`` has a row for every ``/search``, ``/rag`` and chat-completion request, successful or not:
+tenant, user, project, scope (``project`` when a project_id was given, else ``user`` when a
+user_id was given, else ``tenant``), the API key id, the query text (or, with
+``SOURCEBOUND_QUERY_LOG_TEXT=hash``, only an HMAC-SHA256 of it keyed by a secret kept in the
+data dir, so equal queries still group together but the text cannot be recovered by guessing),
+latency, result count, tokens used, action, confidence and the outcome (``ok`` or the error type).
+
+``index_events`` has a row for every change to the index: ``index``, ``invalidate`` (with
+``reason`` and ``cascade_id``), ``delete_tenant`` and ``flags`` (taint/verify), with the
+document ids and the number of chunks affected.
+
+Rows older than ``SOURCEBOUND_RECORDS_RETENTION_DAYS`` (default 30; 0 keeps everything) are
+pruned at start-up and every ``SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS``.
+
+Usage:
+
+```python
+from hayhooks_app.records import RecordStore
+
+records = RecordStore("data/records.sqlite", query_text_mode="hash")
+records.log_query(endpoint="search", tenant_id="acme", query="vpn", latency_ms=12.5, result_count=3)
+records.log_event("invalidate", tenant_id="acme", document_ids=["doc-1"], reason="taint", cascade_id="c-1", chunks=4)
+records.prune(retention_days=30)
+```
+"""
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS query_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    endpoint TEXT NOT NULL,
+    tenant_id TEXT,
+    user_id TEXT,
+    project_id TEXT,
+    scope TEXT,
+    key_id TEXT,
+    query_text TEXT,
+    query_hash TEXT,
+    search_mode TEXT,
+    model TEXT,
+    latency_ms REAL NOT NULL,
+    result_count INTEGER,
+    tokens_used INTEGER,
+    action TEXT,
+    confidence INTEGER,
+    outcome TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS query_log_created_at ON query_log (created_at);
+CREATE INDEX IF NOT EXISTS query_log_tenant ON query_log (tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS index_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    event TEXT NOT NULL,
+    tenant_id TEXT,
+    key_id TEXT,
+    document_ids TEXT,
+    reason TEXT,
+    cascade_id TEXT,
+    chunks INTEGER,
+    details TEXT
+);
+CREATE INDEX IF NOT EXISTS index_events_created_at ON index_events (created_at);
+CREATE INDEX IF NOT EXISTS index_events_tenant ON index_events (tenant_id, created_at);
+"""
+
+QUERY_LOG_COLUMNS = (
+    "endpoint", "tenant_id", "user_id", "project_id", "scope", "key_id", "query_text", "query_hash",
+    "search_mode", "model", "latency_ms", "result_count", "tokens_used", "action", "confidence", "outcome",
+)  # fmt: skip
+
+
+class RecordStore:
+    """
+    Thread-safe writer and reader of the records database.
+
+    :param path: SQLite file (created with its parent folder).
+    :param query_text_mode: ``full`` keeps the query text; ``hash`` keeps only its keyed hash.
+    """
+
+    def __init__(self, path: str | os.PathLike, query_text_mode: str = "full"):
+        if query_text_mode not in {"full", "hash"}:
+            raise ValueError(f"query_text_mode must be 'full' or 'hash', got {query_text_mode!r}")
+        self.path = Path(path)
+        self.query_text_mode = query_text_mode
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # One connection shared under a lock: writes are tiny and SQLite serialises them anyway.
+        self._connection = sqlite3.connect(str(self.path), check_same_thread=False, timeout=10)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=NORMAL")
+        self._connection.executescript(SCHEMA)
+        self._connection.commit()
+        self._hash_key = self._load_hash_key()
+
+    def _load_hash_key(self) -> bytes:
+        key_path = self.path.with_name(self.path.name + ".key")
+        if not key_path.exists():
+            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as file:
+                file.write(secrets.token_hex(32))
+        return bytes.fromhex(key_path.read_text().strip())
+
+    def query_hash(self, query: str) -> str:
+        """HMAC-SHA256 of the query text under the data dir's secret."""
+        return hmac.new(self._hash_key, query.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def log_query(
+        self,
+        *,
+        endpoint: str,
+        query: str,
+        latency_ms: float,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        scope: str | None = None,
+        key_id: str | None = None,
+        search_mode: str | None = None,
+        model: str | None = None,
+        result_count: int | None = None,
+        tokens_used: int | None = None,
+        action: str | None = None,
+        confidence: int | None = None,
+        outcome: str = "ok",
+    ) -> None:
+        """Record one search, RAG or chat request."""
+        row = {
+            "endpoint": endpoint,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "project_id": project_id,
+            "scope": scope,
+            "key_id": key_id,
+            "query_text": query if self.query_text_mode == "full" else None,
+            "query_hash": self.query_hash(query),
+            "search_mode": search_mode,
+            "model": model,
+            "latency_ms": round(float(latency_ms), 3),
+            "result_count": result_count,
+            "tokens_used": tokens_used,
+            "action": action,
+            "confidence": confidence,
+            "outcome": outcome,
+        }
+        columns = ", ".join(("created_at", *QUERY_LOG_COLUMNS))
+        placeholders = ", ".join("?" * (len(QUERY_LOG_COLUMNS) + 1))
+        with self._lock:
+            self._connection.execute(
+                f"INSERT INTO query_log ({columns}) VALUES ({placeholders})",  # noqa: S608 - fixed column names
+                (time.time(), *(row[column] for column in QUERY_LOG_COLUMNS)),
+            )
+            self._connection.commit()
+
+    def log_event(
+        self,
+        event: str,
+        *,
+        tenant_id: str | None = None,
+        key_id: str | None = None,
+        document_ids: list[str] | None = None,
+        reason: str | None = None,
+        cascade_id: str | None = None,
+        chunks: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Record one change to the index."""
+        with self._lock:
+            self._connection.execute(
+                "INSERT INTO index_events (created_at, event, tenant_id, key_id, document_ids, reason, cascade_id, chunks, details)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    time.time(),
+                    event,
+                    tenant_id,
+                    key_id,
+                    json.dumps(document_ids) if document_ids is not None else None,
+                    reason,
+                    cascade_id,
+                    chunks,
+                    json.dumps(details, sort_keys=True, default=str) if details else None,
+                ),
+            )
+            self._connection.commit()
+
+    def prune(self, retention_days: int, now: float | None = None) -> dict[str, int]:
+        """
+        Delete records older than ``retention_days`` (0 keeps everything).
+
+        :returns: Rows removed per table.
+        """
+        if retention_days <= 0:
+            return {"query_log": 0, "index_events": 0}
+        cutoff = (now if now is not None else time.time()) - retention_days * 86400
+        with self._lock:
+            removed = {}
+            for table in ("query_log", "index_events"):
+                cursor = self._connection.execute(f"DELETE FROM {table} WHERE created_at < ?", (cutoff,))  # noqa: S608
+                removed[table] = cursor.rowcount
+            self._connection.commit()
+        return removed
+
+    def queries(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest query-log rows, newest first."""
+        return self._select("query_log", limit, tenant_id)
+
+    def events(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest index events, newest first (``document_ids`` and ``details`` decoded)."""
+        rows = self._select("index_events", limit, tenant_id)
+        for row in rows:
+            for column in ("document_ids", "details"):
+                if row[column] is not None:
+                    row[column] = json.loads(row[column])
+        return rows
+
+    def _select(self, table: str, limit: int, tenant_id: str | None) -> list[dict[str, Any]]:
+        sql = f"SELECT * FROM {table}"  # noqa: S608 - table is one of two constants
+        params: tuple = ()
+        if tenant_id is not None:
+            sql += " WHERE tenant_id = ?"
+            params = (tenant_id,)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self._lock:
+            cursor = self._connection.execute(sql, (*params, limit))
+            names = [description[0] for description in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
