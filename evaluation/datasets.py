@@ -1,0 +1,556 @@
+"""
+Evaluation datasets: a corpus to index plus questions, each asked by a requester.
+
+Three sources, one model (:class:`EvalDataset`):
+
+* :func:`load_normans` - the SQuAD 2.0 "Normans" article from the shared folder, one
+  document per paragraph (``normans-p00`` ... ``normans-p38``).
+* :func:`load_sample_gold` - our gold set ``evaluation/datasets/sample_gold.yml`` over
+  the bundled sample corpus ``evaluation/sample_corpus/manifest.yml``.
+* :func:`load_dataset` - any dataset in the documented format (``evaluation/README.md``):
+  a YAML dataset file, a JSONL questions file plus a corpus, or a SQuAD 2.0 JSON file.
+
+Usage:
+
+```python
+from evaluation.datasets import load_dataset, load_normans
+
+normans = load_normans()
+mine = load_dataset("my_questions.jsonl", corpus="my_corpus/manifest.yml")
+print(len(mine.answerable), len(mine.unanswerable))
+```
+"""
+
+import json
+import os
+import random
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EVALUATION_DIR = Path(__file__).resolve().parent
+SAMPLE_CORPUS_MANIFEST = EVALUATION_DIR / "sample_corpus" / "manifest.yml"
+SAMPLE_DIRECTORY = EVALUATION_DIR / "sample_corpus" / "directory.yml"
+SAMPLE_GOLD = EVALUATION_DIR / "datasets" / "sample_gold.yml"
+NORMANS_RELATIVE = Path("datasets") / "squad2-normans" / "normans.json"
+
+DOCUMENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9-]+$")
+SCOPES = ("tenant", "user", "project")
+SUPPORTED_SOURCE_SUFFIXES = {".txt": "txt", ".md": "md", ".html": "html", ".htm": "html", ".pdf": "pdf"}
+
+
+class DatasetError(ValueError):
+    """A dataset, corpus or question file is missing or malformed; the message names the entry."""
+
+
+def shared_dir() -> Path:
+    """The project's shared folder: ``$SOURCEBOUND_SHARED_DIR``, else ``../shared`` beside the repo root."""
+    configured = os.environ.get("SOURCEBOUND_SHARED_DIR")
+    return Path(configured) if configured else REPO_ROOT.parent / "shared"
+
+
+@dataclass(frozen=True)
+class Requester:
+    """
+    Who asks a question: the identity fields of a RAG or search request.
+
+    :param tenant_id: The requester's tenant.
+    :param user_tags: The tags the requester holds; at least one.
+    :param user_id: Needed to see ``scope: user`` documents.
+    :param project_id: Needed to see ``scope: project`` documents.
+    """
+
+    tenant_id: str
+    user_tags: tuple[str, ...]
+    user_id: str | None = None
+    project_id: str | None = None
+
+    def can_see(self, meta: Mapping[str, Any]) -> bool:
+        """
+        The access rule of the contract, evaluated on a document's metadata.
+
+        The evaluation keeps its own copy of the rule on purpose: it is the oracle the
+        service's filter is checked against, so it must not share the code under test.
+        """
+        if meta.get("tenant_id") != self.tenant_id:
+            return False
+        if not set(meta.get("tags") or ()) & set(self.user_tags):
+            return False
+        scope = meta.get("scope") or "tenant"
+        if scope == "tenant":
+            return True
+        if scope == "user":
+            return self.user_id is not None and meta.get("user_id") == self.user_id
+        if scope == "project":
+            return self.project_id is not None and meta.get("project_id") == self.project_id
+        return False
+
+    def request_fields(self) -> dict[str, Any]:
+        """The identity part of a ``/rag`` or ``/search`` request body."""
+        fields: dict[str, Any] = {"tenant_id": self.tenant_id, "user_tags": list(self.user_tags)}
+        if self.user_id:
+            fields["user_id"] = self.user_id
+        if self.project_id:
+            fields["project_id"] = self.project_id
+        return fields
+
+
+@dataclass(frozen=True)
+class CorpusDocument:
+    """
+    One source document of a corpus: a file to convert, or raw text.
+
+    Exactly one of ``path`` and ``content`` is set. The identity and access fields become
+    chunk metadata when indexed.
+    """
+
+    document_id: str
+    tenant_id: str
+    tags: tuple[str, ...]
+    document_name: str
+    scope: str = "tenant"
+    user_id: str | None = None
+    project_id: str | None = None
+    path: Path | None = None
+    content: str | None = None
+
+    @property
+    def access_meta(self) -> dict[str, Any]:
+        """The metadata the access rule reads."""
+        return {"tenant_id": self.tenant_id, "tags": list(self.tags), "scope": self.scope, "user_id": self.user_id, "project_id": self.project_id}
+
+    @property
+    def source_type(self) -> str:
+        return SUPPORTED_SOURCE_SUFFIXES[self.path.suffix.lower()] if self.path else "text"
+
+    def text(self) -> str:
+        """Raw text for text documents and text-like files (not PDFs); used by content-based metrics."""
+        if self.content is not None:
+            return self.content
+        if self.path.suffix.lower() == ".pdf":
+            raise DatasetError(f"{self.document_id} is a PDF; its text comes from the indexing pipeline.")
+        return self.path.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """
+    One evaluation question.
+
+    :param answerable: Whether the corpus holds an answer visible to this requester.
+    :param gold_document_ids: Documents that contain the answer (answerable questions).
+    :param gold_answers: Short spans a correct answer contains (any one suffices).
+    :param reference_answer: A full reference answer (for ragas' reference-based metrics).
+    :param forbidden_document_ids: Documents that must never reach this requester.
+    :param category: ``answerable``, ``unanswerable`` or ``forbidden`` (free-form for your own sets).
+    """
+
+    id: str
+    question: str
+    requester: Requester
+    answerable: bool
+    gold_document_ids: tuple[str, ...] = ()
+    gold_answers: tuple[str, ...] = ()
+    reference_answer: str | None = None
+    forbidden_document_ids: tuple[str, ...] = ()
+    category: str = ""
+
+
+@dataclass
+class EvalDataset:
+    """
+    A corpus and the questions asked of it.
+
+    :param granularity: How the corpus was split into documents, for the report
+        (e.g. "one document per paragraph").
+    :param directory: A tag-owner directory YAML loaded into the store's data dir (ROUTE targets).
+    """
+
+    name: str
+    documents: list[CorpusDocument]
+    questions: list[EvalQuestion]
+    description: str = ""
+    granularity: str = "one document per source file"
+    source: str = ""
+    directory: Path | None = None
+    _by_id: dict[str, CorpusDocument] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {document.document_id: document for document in self.documents}
+        validate(self)
+
+    @property
+    def answerable(self) -> list[EvalQuestion]:
+        return [question for question in self.questions if question.answerable]
+
+    @property
+    def unanswerable(self) -> list[EvalQuestion]:
+        return [question for question in self.questions if not question.answerable]
+
+    def document(self, document_id: str) -> CorpusDocument | None:
+        return self._by_id.get(document_id)
+
+    def with_questions(self, questions: Iterable[EvalQuestion], suffix: str = "") -> "EvalDataset":
+        """The same corpus with another list of questions (e.g. a CI-sized subset)."""
+        return EvalDataset(
+            name=self.name,
+            documents=self.documents,
+            questions=list(questions),
+            description=self.description + suffix,
+            granularity=self.granularity,
+            source=self.source,
+            directory=self.directory,
+        )
+
+
+def validate(dataset: EvalDataset) -> None:
+    """
+    Check a dataset's internal consistency.
+
+    :raises DatasetError: On duplicate or malformed ids, missing files, scope fields, or
+        questions that name unknown documents.
+    """
+    seen: set[str] = set()
+    for document in dataset.documents:
+        where = f"{dataset.name}: document {document.document_id!r}"
+        if not DOCUMENT_ID_PATTERN.match(document.document_id):
+            raise DatasetError(f"{where}: document_id must match [A-Za-z0-9-]+.")
+        if document.document_id in seen:
+            raise DatasetError(f"{where}: duplicate document_id.")
+        seen.add(document.document_id)
+        if not document.tenant_id or not document.tags:
+            raise DatasetError(f"{where}: tenant_id and at least one tag are required.")
+        if document.scope not in SCOPES:
+            raise DatasetError(f"{where}: scope must be one of {SCOPES}, got {document.scope!r}.")
+        if document.scope == "user" and not document.user_id:
+            raise DatasetError(f"{where}: scope 'user' needs user_id.")
+        if document.scope == "project" and not document.project_id:
+            raise DatasetError(f"{where}: scope 'project' needs project_id.")
+        if (document.path is None) == (document.content is None):
+            raise DatasetError(f"{where}: give exactly one of `path` and `content`.")
+        if document.path is not None:
+            if not document.path.is_file():
+                raise DatasetError(f"{where}: file {document.path} does not exist.")
+            if document.path.suffix.lower() not in SUPPORTED_SOURCE_SUFFIXES:
+                raise DatasetError(f"{where}: unsupported file type {document.path.suffix!r}; supported: {sorted(SUPPORTED_SOURCE_SUFFIXES)}.")
+    question_ids: set[str] = set()
+    for question in dataset.questions:
+        where = f"{dataset.name}: question {question.id!r}"
+        if question.id in question_ids:
+            raise DatasetError(f"{where}: duplicate question id.")
+        question_ids.add(question.id)
+        if not question.question.strip():
+            raise DatasetError(f"{where}: empty question text.")
+        if not question.requester.user_tags:
+            raise DatasetError(f"{where}: the requester needs at least one user tag.")
+        for document_id in (*question.gold_document_ids, *question.forbidden_document_ids):
+            if document_id not in seen:
+                raise DatasetError(f"{where}: names unknown document {document_id!r}.")
+        if question.answerable and not question.gold_document_ids:
+            raise DatasetError(f"{where}: an answerable question needs gold_document_ids.")
+        for document_id in question.gold_document_ids:
+            if question.answerable and not question.requester.can_see(dataset.document(document_id).access_meta):
+                raise DatasetError(f"{where}: gold document {document_id!r} is not visible to its requester.")
+        for document_id in question.forbidden_document_ids:
+            if question.requester.can_see(dataset.document(document_id).access_meta):
+                raise DatasetError(f"{where}: forbidden document {document_id!r} is visible to its requester; fix the requester or the list.")
+
+
+# ----------------------------------------------------------------------------- parsing helpers
+
+
+def _as_tuple(value: Any, where: str, name: str, comma_separated: bool = True) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        # Tags may be written "a,b" (as on the CLI); answer spans may contain commas ("1,500").
+        if not comma_separated:
+            return (value,)
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    raise DatasetError(f"{where}: `{name}` must be a list of strings.")
+
+
+def parse_requester(value: Any, where: str) -> Requester:
+    """Build a :class:`Requester` from a mapping with tenant_id, user_tags, user_id?, project_id?."""
+    if not isinstance(value, Mapping):
+        raise DatasetError(f"{where}: requester must be a mapping with tenant_id and user_tags.")
+    if not value.get("tenant_id"):
+        raise DatasetError(f"{where}: requester needs tenant_id.")
+    return Requester(
+        tenant_id=str(value["tenant_id"]),
+        user_tags=_as_tuple(value.get("user_tags"), where, "user_tags"),
+        user_id=value.get("user_id"),
+        project_id=value.get("project_id"),
+    )
+
+
+def parse_document(record: Mapping[str, Any], base_dir: Path, where: str) -> CorpusDocument:
+    """Build a :class:`CorpusDocument` from a manifest entry or JSONL record."""
+    if "document_id" not in record:
+        raise DatasetError(f"{where}: document_id is required.")
+    path = (base_dir / record["path"]).resolve() if record.get("path") else None
+    return CorpusDocument(
+        document_id=str(record["document_id"]),
+        tenant_id=str(record.get("tenant_id") or ""),
+        tags=_as_tuple(record.get("tags"), where, "tags"),
+        document_name=str(record.get("document_name") or (path.name if path else record["document_id"])),
+        scope=str(record.get("scope") or "tenant"),
+        user_id=record.get("user_id"),
+        project_id=record.get("project_id"),
+        path=path,
+        content=record.get("content"),
+    )
+
+
+def parse_question(record: Mapping[str, Any], requesters: Mapping[str, Requester], where: str) -> EvalQuestion:
+    """Build an :class:`EvalQuestion`; ``requester`` is a key of ``requesters``, a mapping, or absent (fields inline)."""
+    for required in ("id", "question"):
+        if required not in record:
+            raise DatasetError(f"{where}: `{required}` is required.")
+    where = f"{where} ({record['id']})"
+    reference = record.get("requester")
+    if isinstance(reference, str):
+        if reference not in requesters:
+            raise DatasetError(f"{where}: unknown requester {reference!r}; known: {sorted(requesters)}.")
+        requester = requesters[reference]
+    else:
+        requester = parse_requester(reference if reference is not None else record, where)
+    answerable = record.get("answerable")
+    if not isinstance(answerable, bool):
+        raise DatasetError(f"{where}: `answerable` must be true or false.")
+    forbidden = _as_tuple(record.get("forbidden_document_ids"), where, "forbidden_document_ids")
+    category = record.get("category") or ("answerable" if answerable else ("forbidden" if forbidden else "unanswerable"))
+    return EvalQuestion(
+        id=str(record["id"]),
+        question=str(record["question"]),
+        requester=requester,
+        answerable=answerable,
+        gold_document_ids=_as_tuple(record.get("gold_document_ids"), where, "gold_document_ids"),
+        gold_answers=_as_tuple(record.get("gold_answers"), where, "gold_answers", comma_separated=False),
+        reference_answer=record.get("reference_answer"),
+        forbidden_document_ids=forbidden,
+        category=str(category),
+    )
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise DatasetError(f"{path} does not exist.") from error
+    except yaml.YAMLError as error:
+        raise DatasetError(f"{path} is not valid YAML: {error}") from error
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as error:
+        raise DatasetError(f"{path} does not exist.") from error
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise DatasetError(f"{path}:{number}: not valid JSON: {error}") from error
+    return records
+
+
+# ----------------------------------------------------------------------------- loaders
+
+
+def load_corpus(path: str | os.PathLike) -> tuple[list[CorpusDocument], dict[str, Any]]:
+    """
+    Read a corpus: a manifest YAML (``documents:`` list) or a JSONL file of documents.
+
+    Relative ``path`` entries resolve against the corpus file's folder.
+
+    :returns: The documents and the manifest's header fields (name, description, ...).
+    """
+    path = Path(path).resolve()
+    if path.suffix == ".jsonl":
+        records, header = _read_jsonl(path), {}
+    else:
+        data = _read_yaml(path)
+        if not isinstance(data, Mapping) or not isinstance(data.get("documents"), list):
+            raise DatasetError(f"{path}: a corpus manifest needs a `documents:` list.")
+        records, header = data["documents"], {key: value for key, value in data.items() if key != "documents"}
+    documents = [parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)]
+    return documents, header
+
+
+def load_directory(path: str | os.PathLike = SAMPLE_DIRECTORY) -> dict[str, list[dict[str, Any]]]:
+    """Read a tag-owner directory YAML (``users: [{id, email}]``, ``tags: [{name, owner_user_id?}]``)."""
+    data = _read_yaml(Path(path))
+    if not isinstance(data, Mapping) or not isinstance(data.get("users"), list) or not isinstance(data.get("tags"), list):
+        raise DatasetError(f"{path}: a directory needs `users:` and `tags:` lists.")
+    user_ids = {user["id"] for user in data["users"]}
+    for tag in data["tags"]:
+        owner = tag.get("owner_user_id")
+        if owner is not None and owner not in user_ids:
+            raise DatasetError(f"{path}: tag {tag.get('name')!r} names unknown owner {owner!r}.")
+    return {"users": list(data["users"]), "tags": list(data["tags"])}
+
+
+def load_squad(
+    path: str | os.PathLike,
+    name: str | None = None,
+    id_prefix: str | None = None,
+    tenant_id: str = "squad",
+    tags: tuple[str, ...] = ("squad",),
+) -> EvalDataset:
+    """
+    Read a SQuAD 2.0 file: one document per paragraph, one question per ``qas`` entry.
+
+    Answerable questions get their paragraph as gold document and their ``answers[].text``
+    (deduplicated, in order) as gold spans; ``is_impossible`` questions are unanswerable.
+    Every question is asked by one requester who sees the whole corpus.
+
+    :param id_prefix: Prefix of document ids (``{prefix}-p00``); defaults to the first article's title.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise DatasetError(f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`.") from error
+    articles = data.get("data") if isinstance(data, Mapping) else None
+    if not articles:
+        raise DatasetError(f"{path}: not a SQuAD file (no `data` list).")
+    title = str(articles[0].get("title") or path.stem)
+    prefix = id_prefix or re.sub(r"[^A-Za-z0-9-]+", "-", title).strip("-").lower()
+    requester = Requester(tenant_id=tenant_id, user_tags=tuple(tags))
+    documents: list[CorpusDocument] = []
+    questions: list[EvalQuestion] = []
+    paragraph_number = 0
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            document_id = f"{prefix}-p{paragraph_number:02d}"
+            paragraph_number += 1
+            documents.append(
+                CorpusDocument(
+                    document_id=document_id,
+                    tenant_id=tenant_id,
+                    tags=tuple(tags),
+                    document_name=f"{article.get('title', title)} (paragraph {paragraph_number})",
+                    content=paragraph["context"],
+                )
+            )
+            for qa in paragraph["qas"]:
+                impossible = bool(qa.get("is_impossible"))
+                spans = tuple(dict.fromkeys(answer["text"] for answer in qa.get("answers", [])))
+                questions.append(
+                    EvalQuestion(
+                        id=str(qa["id"]),
+                        question=qa["question"],
+                        requester=requester,
+                        answerable=not impossible,
+                        gold_document_ids=() if impossible else (document_id,),
+                        gold_answers=spans,
+                        reference_answer=spans[0] if spans else None,
+                        category="unanswerable" if impossible else "answerable",
+                    )
+                )
+    return EvalDataset(
+        name=name or f"squad2-{prefix}",
+        documents=documents,
+        questions=questions,
+        description=f"SQuAD 2.0 '{title}' ({path.name})",
+        granularity="one document per paragraph",
+        source=str(path),
+    )
+
+
+def load_normans(path: str | os.PathLike | None = None) -> EvalDataset:
+    """The SQuAD 2.0 Normans article (39 paragraphs, 96 answerable, 112 unanswerable)."""
+    return load_squad(path or shared_dir() / NORMANS_RELATIVE, name="normans", id_prefix="normans", tenant_id="squad", tags=("normans",))
+
+
+def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = None, name: str | None = None) -> EvalDataset:
+    """
+    Load a dataset in the documented format.
+
+    * ``.yml``/``.yaml``: a dataset file with ``corpus`` (relative path), optional
+      ``requesters`` and ``questions``.
+    * ``.jsonl``: one question per line; ``corpus`` must be given.
+    * ``.json``: a SQuAD 2.0 file (its paragraphs are the corpus).
+
+    :param corpus: Corpus file for a JSONL questions file; overrides a YAML file's ``corpus``.
+    """
+    path = Path(path).resolve()
+    if path.suffix == ".json":
+        return load_squad(path, name=name)
+    requesters: dict[str, Requester] = {}
+    header: dict[str, Any] = {}
+    if path.suffix == ".jsonl":
+        records = _read_jsonl(path)
+        if corpus is None:
+            raise DatasetError(f"{path}: a JSONL questions file needs a corpus (`--corpus manifest.yml`).")
+    else:
+        data = _read_yaml(path)
+        if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
+            raise DatasetError(f"{path}: a dataset file needs a `questions:` list.")
+        header = data
+        records = data["questions"]
+        requesters = {key: parse_requester(value, f"{path.name} requester {key!r}") for key, value in (data.get("requesters") or {}).items()}
+        if corpus is None:
+            if not data.get("corpus"):
+                raise DatasetError(f"{path}: name the corpus file with `corpus:` (relative to the dataset file).")
+            corpus = path.parent / data["corpus"]
+    documents, corpus_header = load_corpus(corpus)
+    directory = (path.parent / header["directory"]).resolve() if header.get("directory") else None
+    if directory is not None and not directory.is_file():
+        raise DatasetError(f"{path}: directory file {directory} does not exist.")
+    questions = [parse_question(record, requesters, f"{path.name} question {index}") for index, record in enumerate(records)]
+    return EvalDataset(
+        name=name or header.get("name") or path.stem,
+        documents=documents,
+        questions=questions,
+        description=str(header.get("description") or corpus_header.get("description") or ""),
+        granularity=str(header.get("granularity") or "one document per source file"),
+        source=str(path),
+        directory=directory,
+    )
+
+
+def load_sample_gold(path: str | os.PathLike = SAMPLE_GOLD) -> EvalDataset:
+    """Our gold set over the bundled sample corpus."""
+    return load_dataset(path)
+
+
+def corpus_sources(documents: Iterable[CorpusDocument]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """
+    A corpus as indexing input: byte streams for files (``IndexingService.index_streams``)
+    and text records for inline content (``IndexingService.index_texts``), each carrying the
+    document's identity and access metadata.
+    """
+    from haystack.dataclasses import ByteStream
+
+    streams: list[Any] = []
+    texts: list[dict[str, Any]] = []
+    for document in documents:
+        meta = {key: value for key, value in document.access_meta.items() if value is not None}
+        meta.update(document_id=document.document_id, document_name=document.document_name)
+        if document.path is not None:
+            streams.append(ByteStream(data=document.path.read_bytes(), meta={**meta, "file_path": str(document.path)}))
+        else:
+            texts.append({"content": document.content, **meta})
+    return streams, texts
+
+
+def ci_subset(dataset: EvalDataset, max_unanswerable: int, seed: int = 0) -> EvalDataset:
+    """All answerable questions plus a seeded sample of unanswerable ones, keeping every forbidden one."""
+    forbidden = [question for question in dataset.unanswerable if question.forbidden_document_ids]
+    others = [question for question in dataset.unanswerable if not question.forbidden_document_ids]
+    sampled = others if max_unanswerable >= len(others) else random.Random(seed).sample(others, max_unanswerable)
+    keep = {question.id for question in [*dataset.answerable, *forbidden, *sampled]}
+    subset = [question for question in dataset.questions if question.id in keep]
+    return dataset.with_questions(subset, suffix=f" (CI subset: all answerable, {len(sampled) + len(forbidden)} of {len(dataset.unanswerable)} unanswerable)")
