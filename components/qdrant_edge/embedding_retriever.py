@@ -1,0 +1,103 @@
+"""Dense retriever over ``QdrantEdgeDocumentStore``."""
+
+import asyncio
+from typing import Any
+
+from haystack import Document, component
+from haystack.document_stores.types import FilterPolicy
+
+from components.qdrant_edge.document_store import QdrantEdgeDocumentStore
+from components.qdrant_edge.retriever_support import (
+    check_init,
+    parse_filter_policy,
+    resolve_filters,
+    retriever_from_dict,
+    retriever_to_dict,
+)
+
+
+@component
+class QdrantEdgeEmbeddingRetriever:
+    """
+    Retrieves the documents nearest to a query embedding (the store's ``dense`` vector).
+
+    Score: the store's ``similarity`` between query and document vectors; with the default ``"cosine"`` it is the
+    cosine similarity in [-1, 1], higher is closer.
+
+    Usage:
+    ```python
+    from components.qdrant_edge import QdrantEdgeDocumentStore, QdrantEdgeEmbeddingRetriever
+
+    store = QdrantEdgeDocumentStore(path="./data/qdrant", embedding_dim=384)
+    retriever = QdrantEdgeEmbeddingRetriever(document_store=store, top_k=5)
+    access = {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
+    documents = retriever.run(query_embedding=[0.1] * 384, filters=access)["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: QdrantEdgeDocumentStore,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
+        score_threshold: float | None = None,
+    ) -> None:
+        """
+        :param document_store: The store to search.
+        :param filters: Filters used when a run passes none (``filter_policy`` REPLACE) or merged with the run's
+            (MERGE). Never rely on MERGE for tenant isolation: pass the full access filter at run time.
+        :param top_k: Maximum number of documents returned.
+        :param filter_policy: ``REPLACE`` (default) or ``MERGE``.
+        :param return_embedding: Return each document's ``embedding``.
+        :param score_threshold: Drop documents with a lower similarity.
+        :raises ValueError: If ``document_store`` or ``top_k`` is invalid.
+        :raises FilterError: If ``filters`` is malformed.
+        """
+        check_init(document_store, filters, top_k)
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = parse_filter_policy(filter_policy)
+        self.return_embedding = return_embedding
+        self.score_threshold = score_threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component to a dict."""
+        return retriever_to_dict(self, return_embedding=self.return_embedding, score_threshold=self.score_threshold)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "QdrantEdgeEmbeddingRetriever":
+        """Deserialise the component from a dict."""
+        return retriever_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """
+        Retrieve documents by dense similarity.
+
+        :param query_embedding: The query vector (the store's ``embedding_dim``).
+        :param filters: Haystack filters for this run (see ``filter_policy``).
+        :param top_k: Overrides the init ``top_k``.
+        :returns: ``{"documents": [...]}`` by descending similarity, each with ``score``.
+        :raises EmbeddingDimensionError: If the query vector has the wrong size.
+        :raises FilterError: If the filters are malformed.
+        """
+        documents = self.document_store.embedding_retrieval(
+            query_embedding=query_embedding,
+            filters=resolve_filters(self.filter_policy, self.filters, filters),
+            top_k=top_k or self.top_k,
+            return_embedding=self.return_embedding,
+            score_threshold=self.score_threshold,
+        )
+        return {"documents": documents}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """Like ``run``, off the event loop (a query may wait for a write to finish)."""
+        return await asyncio.to_thread(self.run, query_embedding, filters, top_k)

@@ -1,0 +1,126 @@
+"""Hybrid (dense + BM25, RRF-fused in the engine) retriever over ``QdrantEdgeDocumentStore``."""
+
+import asyncio
+from typing import Any
+
+from haystack import Document, component
+from haystack.document_stores.types import FilterPolicy
+
+from components.qdrant_edge.document_store import DEFAULT_RRF_K, QdrantEdgeDocumentStore
+from components.qdrant_edge.retriever_support import (
+    check_init,
+    parse_filter_policy,
+    resolve_filters,
+    retriever_from_dict,
+    retriever_to_dict,
+)
+
+
+@component
+class QdrantEdgeHybridRetriever:
+    """
+    Retrieves documents by fusing a dense and a BM25 search with Reciprocal Rank Fusion, in one engine query.
+
+    Each stage (``Prefetch``) takes ``prefetch_limit`` candidates under the same filters; ``Fusion.Rrf`` ranks the
+    union. Score: the RRF score, sum over both rankings of ``1 / (rrf_k + rank)`` (rank from 0), at most
+    ``2 / rrf_k``; it orders documents but is no similarity. With ``return_embedding=True`` every returned
+    document carries its dense ``embedding``, including documents only the BM25 stage found, so the caller can
+    compute each one's cosine similarity to the query.
+
+    Usage:
+    ```python
+    from components.qdrant_edge import QdrantEdgeDocumentStore, QdrantEdgeHybridRetriever
+
+    store = QdrantEdgeDocumentStore(path="./data/qdrant", embedding_dim=384)
+    retriever = QdrantEdgeHybridRetriever(document_store=store, top_k=8, return_embedding=True)
+    documents = retriever.run(query="reset password", query_embedding=[0.1] * 384,
+                              filters={"field": "meta.tenant_id", "operator": "==", "value": "acme"})["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: QdrantEdgeDocumentStore,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
+        prefetch_limit: int | None = None,
+        rrf_k: int = DEFAULT_RRF_K,
+    ) -> None:
+        """
+        :param document_store: The store to search.
+        :param filters: Filters used when a run passes none (``filter_policy`` REPLACE) or merged with the run's
+            (MERGE). Never rely on MERGE for tenant isolation: pass the full access filter at run time.
+        :param top_k: Maximum number of documents returned.
+        :param filter_policy: ``REPLACE`` (default) or ``MERGE``.
+        :param return_embedding: Return each document's dense ``embedding``.
+        :param prefetch_limit: Candidates per stage; ``None`` means ``max(4 * top_k, 40)``.
+        :param rrf_k: The RRF constant (60 is the usual choice; lower values favour top ranks more).
+        :raises ValueError: If ``document_store``, ``top_k``, ``prefetch_limit`` or ``rrf_k`` is invalid.
+        :raises FilterError: If ``filters`` is malformed.
+        """
+        check_init(document_store, filters, top_k)
+        if prefetch_limit is not None and (not isinstance(prefetch_limit, int) or prefetch_limit <= 0):
+            raise ValueError(f"prefetch_limit must be a positive integer or None, got {prefetch_limit!r}.")
+        if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or rrf_k <= 0:
+            raise ValueError(f"rrf_k must be a positive integer, got {rrf_k!r}.")
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = parse_filter_policy(filter_policy)
+        self.return_embedding = return_embedding
+        self.prefetch_limit = prefetch_limit
+        self.rrf_k = rrf_k
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component to a dict."""
+        return retriever_to_dict(
+            self, return_embedding=self.return_embedding, prefetch_limit=self.prefetch_limit, rrf_k=self.rrf_k
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "QdrantEdgeHybridRetriever":
+        """Deserialise the component from a dict."""
+        return retriever_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Retrieve documents by RRF over dense and BM25 rankings.
+
+        :param query: The query text (BM25 stage).
+        :param query_embedding: The query vector (dense stage; the store's ``embedding_dim``).
+        :param filters: Haystack filters for this run (see ``filter_policy``), applied to both stages.
+        :param top_k: Overrides the init ``top_k``.
+        :returns: ``{"documents": [...]}`` by descending RRF score, each with ``score``.
+        :raises EmbeddingDimensionError: If the query vector has the wrong size.
+        :raises FilterError: If the filters are malformed.
+        """
+        documents = self.document_store.hybrid_retrieval(
+            query=query,
+            query_embedding=query_embedding,
+            filters=resolve_filters(self.filter_policy, self.filters, filters),
+            top_k=top_k or self.top_k,
+            return_embedding=self.return_embedding,
+            prefetch_limit=self.prefetch_limit,
+            rrf_k=self.rrf_k,
+        )
+        return {"documents": documents}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        query: str,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        """Like ``run``, off the event loop (a query may wait for a write to finish)."""
+        return await asyncio.to_thread(self.run, query, query_embedding, filters, top_k)
