@@ -38,6 +38,7 @@ from components.qdrant_edge import (
     StoreConfigError,
     TenantConflictError,
 )
+from components.qdrant_edge.converters import point_id
 from components.qdrant_edge.shard import open_paths, resolve_path
 
 CONFORMANCE_DIM = 768  # the conformance suites' embeddings
@@ -636,3 +637,38 @@ class TestConcurrency:
         # Every read saw exactly one complete version: 4 or 2 chunks, all of one version.
         assert all(count in (2, 4) and len(versions) == 1 for count, versions in seen), seen
         assert len(seen) > 1, seen
+
+
+@pytest.mark.integration
+class TestDeterministicOrder:
+    def test_equal_scores_come_back_ordered_by_point_id(self, store):
+        # Identical text and vectors: dense and BM25 score these documents equally; the tie fits within
+        # top_k + TIE_MARGIN, so the whole tie is fetched and ordered by point id.
+        ids = [f"tie-{letter}:0" for letter in "qwerty"]
+        store.write_documents([chunk(doc_id, "identical refund policy text", unit(1, 0, 0, 0)) for doc_id in ids])
+        by_point_id = sorted(ids, key=lambda doc_id: str(point_id(doc_id)))
+        assert [d.id for d in store.embedding_retrieval(unit(1, 0, 0, 0), top_k=4)] == by_point_id[:4]
+        assert [d.id for d in store.bm25_retrieval("refund policy", top_k=4)] == by_point_id[:4]
+
+    def test_rrf_ties_are_ordered_by_point_id(self, store):
+        # "a" wins the dense ranking and "b" the BM25 ranking: 1/(k+0) + 1/(k+1) each, an exact RRF tie.
+        store.write_documents(
+            [
+                chunk("rrf-a:0", "refund", unit(1, 0, 0, 0)),
+                chunk("rrf-b:0", "refund refund refund", unit(0.6, 0.8, 0, 0)),
+                chunk("rrf-c:0", "unrelated words", unit(0, 0, 1, 0)),
+            ]
+        )
+        results = store.hybrid_retrieval("refund", unit(1, 0, 0, 0), top_k=2)
+        assert results[0].score == pytest.approx(results[1].score)
+        assert [d.id for d in results] == sorted(["rrf-a:0", "rrf-b:0"], key=lambda doc_id: str(point_id(doc_id)))
+
+    def test_replace_deletes_the_old_version_before_writing_the_new(self, store):
+        store.write_documents([chunk(f"doc-a:{index}", f"old text {index}", unit(1, 0, 0, 0), document_id="doc-a") for index in range(4)])
+        deleted, written = store.replace_documents(
+            {"field": "meta.document_id", "operator": "==", "value": "doc-a"},
+            [chunk("doc-a:0", "new text", unit(0, 1, 0, 0), document_id="doc-a")],
+        )
+        assert (deleted, written) == (4, 1)
+        remaining = store.filter_documents({"field": "meta.document_id", "operator": "==", "value": "doc-a"})
+        assert [(document.id, document.content) for document in remaining] == [("doc-a:0", "new text")]

@@ -131,6 +131,9 @@ PAYLOAD_INDEXES: dict[str, Any] = {
 
 SCROLL_PAGE_SIZE = 1024
 DEFAULT_RRF_K = 60
+# The engine orders points with equal scores arbitrarily (RRF ties are common). Queries fetch this many
+# extra points and order each run of equal scores by id, so the same index and query give the same results.
+TIE_MARGIN = 5
 _MATCH_ALL = Filter()
 _SPARSE_INDEX_LIMIT = 2**32
 
@@ -478,10 +481,10 @@ class QdrantEdgeDocumentStore:
         Replace the documents matching ``delete_filters`` with ``documents``, as one step for readers.
 
         Typical use: re-indexing a source document, ``delete_filters`` selecting its tenant and ``document_id``.
-        Under the write lock the new documents are upserted (one engine update, overwriting equal ids), then the
-        old ones not rewritten are deleted (a second update), so readers in this process see the old version or
-        the new one, never both nor neither. Upserting first means a crash between the two updates leaves the
-        new version complete plus stale old chunks, never a missing document.
+        Under the write lock the old documents are deleted (one engine update), then the new ones are upserted
+        (a second update), so readers in this process see the old version or the new one, never both nor
+        neither. Deleting first means a crash between the two updates leaves the document absent (a re-index
+        then writes it again), never the new version mixed with stale tail chunks of the old one.
 
         :param delete_filters: Non-empty Haystack filters selecting the documents to replace.
         :param documents: The new documents (validated as in ``write_documents``; repeated ids: the last wins).
@@ -496,11 +499,11 @@ class QdrantEdgeDocumentStore:
         shared = self._shard_state()
         with shared.lock.write():
             matched = self._matching_point_ids(shared, engine_filter)
+            # Checked before anything changes: a tenant conflict must leave the old version in place.
             points = self._apply_policy(shared, prepared, DuplicatePolicy.OVERWRITE)
+            if matched:
+                shared.shard.update(UpdateOperation.delete_points(list(matched)))
             self._upsert(shared, points)
-            stale = matched - {prepared_point.point_id for prepared_point in points}
-            if stale:
-                shared.shard.update(UpdateOperation.delete_points(list(stale)))
         return len(matched), len(points)
 
     # ------------------------------------------------------------------ retrieval
@@ -526,15 +529,16 @@ class QdrantEdgeDocumentStore:
         :raises FilterError: If the filter is malformed.
         """
         vector = self._query_vector(query_embedding)
+        limit = _check_top_k(top_k)
         request = QueryRequest(
-            limit=_check_top_k(top_k),
+            limit=limit + TIE_MARGIN,
             query=Query.Nearest(vector, using=DENSE_VECTOR_NAME),
             filter=convert_filters(filters),
             with_payload=True,
             with_vector=[DENSE_VECTOR_NAME] if return_embedding else False,
             score_threshold=score_threshold,
         )
-        return self._run_query(request)
+        return self._run_query(request, limit)
 
     def bm25_retrieval(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10, return_embedding: bool = False
@@ -557,13 +561,13 @@ class QdrantEdgeDocumentStore:
         if not sparse.indices:
             return []
         request = QueryRequest(
-            limit=limit,
+            limit=limit + TIE_MARGIN,
             query=Query.Nearest(sparse, using=SPARSE_VECTOR_NAME),
             filter=engine_filter,
             with_payload=True,
             with_vector=[DENSE_VECTOR_NAME] if return_embedding else False,
         )
-        return self._run_query(request)
+        return self._run_query(request, limit)
 
     def hybrid_retrieval(
         self,
@@ -610,21 +614,21 @@ class QdrantEdgeDocumentStore:
                 Prefetch(limit=candidates, query=Query.Nearest(sparse, using=SPARSE_VECTOR_NAME), filter=engine_filter)
             )
         request = QueryRequest(
-            limit=limit,
+            limit=limit + TIE_MARGIN,
             prefetches=prefetches,
             query=Fusion.Rrf(k=rrf_k),
             with_payload=True,
             with_vector=[DENSE_VECTOR_NAME] if return_embedding else False,
         )
-        return self._run_query(request)
+        return self._run_query(request, limit)
 
     # ------------------------------------------------------------------ internals
 
-    def _run_query(self, request: QueryRequest) -> list[Document]:
+    def _run_query(self, request: QueryRequest, limit: int) -> list[Document]:
         shared = self._shard_state()
         with shared.lock.read():
             points = shared.shard.query(request)
-        return [record_to_document(point, score=point.score) for point in points]
+        return [record_to_document(point, score=point.score) for point in _break_ties(points)[:limit]]
 
     def _query_vector(self, query_embedding: Any) -> np.ndarray:
         try:
@@ -818,6 +822,19 @@ def _scroll_all(shared: SharedShard, engine_filter: Filter | None, with_payload:
         records.extend(page)
         if offset is None:
             return records
+
+
+def _break_ties(points: list[Any]) -> list[Any]:
+    """Keep the engine's order, but sort every run of equal scores by point id (deterministic results)."""
+    ordered: list[Any] = []
+    run: list[Any] = []
+    for point in points:
+        if run and point.score != run[0].score:
+            ordered.extend(sorted(run, key=lambda tied: str(tied.id)))
+            run = []
+        run.append(point)
+    ordered.extend(sorted(run, key=lambda tied: str(tied.id)))
+    return ordered
 
 
 def _check_top_k(top_k: Any) -> int:
