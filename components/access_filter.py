@@ -15,17 +15,19 @@ are read, and any other key is rejected. The filter is handed to retrievers whos
 import logging
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component
 
-from components.access_rule import AccessRule
+from components.access_rule import RequestOptionDefaults
 
 logger = logging.getLogger(__name__)
 
 
 @component
-class AccessFilterBuilder:
+class AccessFilterBuilder(RequestOptionDefaults):
     """
     Builds the access filter ANDed into every retrieval.
+    Init parameters ``default_verified_only`` / ``default_exclude_tainted`` and (de)serialisation come from
+    :class:`components.access_rule.RequestOptionDefaults`.
 
     Usage:
     ```python
@@ -34,28 +36,6 @@ class AccessFilterBuilder:
     # {"operator": "AND", "conditions": [tenant_id == acme, tags in [hr], scope rule, tainted != True]}
     ```
     """
-
-    def __init__(self, default_verified_only: bool = False, default_exclude_tainted: bool = True) -> None:
-        """
-        :param default_verified_only: ``verified_only`` when the request does not set it.
-        :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
-        """
-        for name, value in (("default_verified_only", default_verified_only), ("default_exclude_tainted", default_exclude_tainted)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be a boolean, got {value!r}.")
-        self.default_verified_only = default_verified_only
-        self.default_exclude_tainted = default_exclude_tainted
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize the component."""
-        return default_to_dict(
-            self, default_verified_only=self.default_verified_only, default_exclude_tainted=self.default_exclude_tainted
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AccessFilterBuilder":
-        """Deserialize the component."""
-        return default_from_dict(cls, data)
 
     @component.output_types(filters=dict[str, Any], access=dict[str, Any])
     def run(
@@ -75,13 +55,5 @@ class AccessFilterBuilder:
         :returns: ``filters``: the Haystack filter for the retriever; ``access``: the effective rule as a dict.
         :raises ValueError: On a missing tenant or tags, or an option other than the two booleans.
         """
-        rule = AccessRule.from_request(
-            tenant_id=tenant_id,
-            user_tags=user_tags,
-            user_id=user_id,
-            project_id=project_id,
-            options=filters,
-            default_verified_only=self.default_verified_only,
-            default_exclude_tainted=self.default_exclude_tainted,
-        )
+        rule = self.request_rule(tenant_id, user_tags, user_id, project_id, filters)
         return {"filters": rule.to_filters(), "access": rule.as_dict()}

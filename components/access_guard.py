@@ -11,17 +11,19 @@ the rule is dropped and logged as an error.
 import logging
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 
-from components.access_rule import AccessRule
+from components.access_rule import RequestOptionDefaults
 
 logger = logging.getLogger(__name__)
 
 
 @component
-class AccessGuard:
+class AccessGuard(RequestOptionDefaults):
     """
     Drops (and logs as errors) retrieved documents the requester may not see.
+    Init parameters ``default_verified_only`` / ``default_exclude_tainted`` and (de)serialisation come from
+    :class:`components.access_rule.RequestOptionDefaults`.
 
     Usage:
     ```python
@@ -29,28 +31,6 @@ class AccessGuard:
     visible = guard.run(documents=docs, tenant_id="acme", user_tags=["hr"])["documents"]
     ```
     """
-
-    def __init__(self, default_verified_only: bool = False, default_exclude_tainted: bool = True) -> None:
-        """
-        :param default_verified_only: ``verified_only`` when the request does not set it (as in the filter builder).
-        :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
-        """
-        for name, value in (("default_verified_only", default_verified_only), ("default_exclude_tainted", default_exclude_tainted)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be a boolean, got {value!r}.")
-        self.default_verified_only = default_verified_only
-        self.default_exclude_tainted = default_exclude_tainted
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize the component."""
-        return default_to_dict(
-            self, default_verified_only=self.default_verified_only, default_exclude_tainted=self.default_exclude_tainted
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AccessGuard":
-        """Deserialize the component."""
-        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], violations=int)
     def run(
@@ -71,15 +51,7 @@ class AccessGuard:
         :param filters: The request's options (``verified_only``, ``exclude_tainted``).
         :returns: ``documents``: the visible ones, order kept; ``violations``: how many were dropped.
         """
-        rule = AccessRule.from_request(
-            tenant_id=tenant_id,
-            user_tags=user_tags,
-            user_id=user_id,
-            project_id=project_id,
-            options=filters,
-            default_verified_only=self.default_verified_only,
-            default_exclude_tainted=self.default_exclude_tainted,
-        )
+        rule = self.request_rule(tenant_id, user_tags, user_id, project_id, filters)
         visible: list[Document] = []
         violations = 0
         for document in documents:

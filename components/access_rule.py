@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from haystack import Document
+from haystack import Document, default_from_dict, default_to_dict
 
 ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted"})
 
@@ -186,3 +186,52 @@ class AccessRule:
             "verified_only": self.verified_only,
             "exclude_tainted": self.exclude_tainted,
         }
+
+
+class RequestOptionDefaults:
+    """
+    Init, (de)serialisation and rule building shared by the components that apply the access rule of a
+    request (:class:`components.access_filter.AccessFilterBuilder`, :class:`components.access_guard.AccessGuard`),
+    so both read the request's options with the same defaults.
+    """
+
+    def __init__(self, default_verified_only: bool = False, default_exclude_tainted: bool = True) -> None:
+        """
+        :param default_verified_only: ``verified_only`` when the request does not set it.
+        :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
+        """
+        for name, value in (("default_verified_only", default_verified_only), ("default_exclude_tainted", default_exclude_tainted)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be a boolean, got {value!r}.")
+        self.default_verified_only = default_verified_only
+        self.default_exclude_tainted = default_exclude_tainted
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(
+            self, default_verified_only=self.default_verified_only, default_exclude_tainted=self.default_exclude_tainted
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Deserialize the component."""
+        return default_from_dict(cls, data)
+
+    def request_rule(
+        self,
+        tenant_id: str,
+        user_tags: Iterable[str],
+        user_id: str | None,
+        project_id: str | None,
+        options: Mapping[str, Any] | None,
+    ) -> AccessRule:
+        """The request's :class:`AccessRule`, with this component's option defaults (see :meth:`AccessRule.from_request`)."""
+        return AccessRule.from_request(
+            tenant_id=tenant_id,
+            user_tags=user_tags,
+            user_id=user_id,
+            project_id=project_id,
+            options=options,
+            default_verified_only=self.default_verified_only,
+            default_exclude_tainted=self.default_exclude_tainted,
+        )

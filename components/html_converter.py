@@ -20,48 +20,13 @@ documents = HTMLSectionConverter().run(sources=["page.html"], meta={"tenant_id":
 ```
 """
 
-from pathlib import Path
-from typing import Any
+from haystack import component
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.dataclasses import ByteStream
-
-from components.source_readers import convert_streams, to_streams
+from components.source_converter import SectionSourceConverter
 
 
 @component
-class HTMLSectionConverter:
+class HTMLSectionConverter(SectionSourceConverter):
     """Reads ``.html`` sources into one Document per heading section, with meta ``section``."""
 
-    def __init__(self, section_max_level: int = 2) -> None:
-        """
-        Create the converter.
-
-        :param section_max_level: Deepest heading level (``<h1>``..``<h6>``) that starts a section.
-        """
-        if not 1 <= section_max_level <= 6:
-            raise ValueError(f"section_max_level must be between 1 and 6, got {section_max_level}")
-        self.section_max_level = section_max_level
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component."""
-        return default_to_dict(self, section_max_level=self.section_max_level)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "HTMLSectionConverter":
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self, sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None = None
-    ) -> dict[str, list[Document]]:
-        """
-        Convert HTML sources.
-
-        :param sources: File paths or byte streams.
-        :param meta: Meta for all sources (a dict) or per source (a list of dicts).
-        :returns: ``documents``: the sections of all pages, in order.
-        :raises IndexingValidationError: Naming every page that is undecodable or has no readable text.
-        """
-        return {"documents": convert_streams(to_streams(sources, meta), "html", self.section_max_level)}
+    source_type = "html"

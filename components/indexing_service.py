@@ -222,8 +222,8 @@ class IndexingService:
         for field, value in (("document_id", document_id), ("document_name", document_name)):
             if value is not None:
                 common[field] = value
-        if document_id is not None and document_id_problem(document_id):
-            problems.append(document_id_problem(document_id))
+        if document_id is not None and (problem := document_id_problem(document_id)):
+            problems.append(problem)
         # With bad common meta every file would repeat the same problem: check identities only without.
         identities = not problems
         streams = self._file_streams(list(paths), common, problems)

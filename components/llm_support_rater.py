@@ -21,7 +21,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from components.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
+from components.model_allowlist import allowlist_with_default, resolve_model
 from components.ollama_support import OllamaChat, strip_thinking, validate_ollama_settings
 from components.prompts import CONFIDENCE_PROMPT, validate_template
 
@@ -76,8 +76,7 @@ class LLMSupportRater:
         """
         validate_ollama_settings(url, timeout)
         validate_template(prompt, {"context_summary", "query", "answer"}, {"query", "answer"}, "prompt")
-        self.models = validate_allowlist(models if models is not None else DEFAULT_MODEL_ALLOWLIST)
-        resolve_model(model, self.models)
+        self.models = allowlist_with_default(model, models)
         self.model = model
         self.url = url
         self.timeout = float(timeout)

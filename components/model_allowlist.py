@@ -58,3 +58,15 @@ def resolve_model(model: str, models: Mapping[str, Mapping[str, int]]) -> tuple[
         if base and ":" not in base and base in models:
             return base, dict(models[base])
     raise ModelNotAllowedError(f"Model '{model}' not in allowlist. Available: {list(models)}")
+
+
+def allowlist_with_default(default_model: str, models: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
+    """
+    The checked allowlist (the specification's table when ``models`` is ``None``), which must allow ``default_model``.
+
+    :raises ValueError: If the table is malformed (see :func:`validate_allowlist`).
+    :raises ModelNotAllowedError: If ``default_model`` is not in it.
+    """
+    checked = validate_allowlist(models if models is not None else DEFAULT_MODEL_ALLOWLIST)
+    resolve_model(default_model, checked)
+    return checked

@@ -20,7 +20,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from components.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
+from components.model_allowlist import allowlist_with_default, resolve_model
 from components.ollama_support import OllamaChat, validate_ollama_settings
 
 logger = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ class OllamaAnswerer:
         :param check_availability: Check ``/api/tags`` before each generation (the specification's runtime check).
         """
         validate_ollama_settings(url, timeout)
-        self.models = validate_allowlist(models if models is not None else DEFAULT_MODEL_ALLOWLIST)
-        resolve_model(model, self.models)
+        self.models = allowlist_with_default(model, models)
         if not isinstance(temperature, (int, float)) or not 0.0 <= float(temperature) <= 2.0:
             raise ValueError(f"temperature must be within 0-2, got {temperature!r}.")
         self.model = model
@@ -99,15 +98,19 @@ class OllamaAnswerer:
         """Reachability of Ollama and availability of the default model; never raises."""
         return self._chat.health(self.model)
 
-    def _options(self, model_limits: dict[str, int], num_ctx: int | None, max_response_tokens: int | None) -> dict[str, Any]:
+    def _request(
+        self, model: str | None, num_ctx: int | None, max_response_tokens: int | None
+    ) -> tuple[str, dict[str, Any]]:
+        """The allowlisted model name and the Ollama options of one generation (shared by ``run`` and ``run_async``)."""
+        name, limits = resolve_model(model or self.model, self.models)
         options: dict[str, Any] = {
             "temperature": self.temperature,
-            "num_ctx": num_ctx or model_limits["context_window"],
-            "num_predict": max_response_tokens or model_limits["max_response"],
+            "num_ctx": num_ctx or limits["context_window"],
+            "num_predict": max_response_tokens or limits["max_response"],
         }
         if self.seed is not None:
             options["seed"] = self.seed
-        return options
+        return name, options
 
     @component.output_types(answer=str, model_used=str, generation_time_ms=float)
     def run(
@@ -127,10 +130,10 @@ class OllamaAnswerer:
         :returns: ``answer``, ``model_used`` and ``generation_time_ms``.
         :raises ModelNotAllowedError, ModelUnavailableError, LLMConnectionError, LLMTimeoutError:
         """
-        name, limits = resolve_model(model or self.model, self.models)
+        name, options = self._request(model, num_ctx, max_response_tokens)
         if self.check_availability:
             self._chat.ensure_available(name)
-        answer, elapsed = self._chat.chat(name, messages, self._options(limits, num_ctx, max_response_tokens), streaming_callback)
+        answer, elapsed = self._chat.chat(name, messages, options, streaming_callback)
         return {"answer": answer, "model_used": name, "generation_time_ms": elapsed}
 
     @component.output_types(answer=str, model_used=str, generation_time_ms=float)
@@ -143,10 +146,8 @@ class OllamaAnswerer:
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`run`."""
-        name, limits = resolve_model(model or self.model, self.models)
+        name, options = self._request(model, num_ctx, max_response_tokens)
         if self.check_availability:
             await self._chat.ensure_available_async(name)
-        answer, elapsed = await self._chat.chat_async(
-            name, messages, self._options(limits, num_ctx, max_response_tokens), streaming_callback
-        )
+        answer, elapsed = await self._chat.chat_async(name, messages, options, streaming_callback)
         return {"answer": answer, "model_used": name, "generation_time_ms": elapsed}

@@ -15,38 +15,13 @@ pages[0].meta["page_number"]  # 1
 ```
 """
 
-from pathlib import Path
-from typing import Any
+from haystack import component
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.dataclasses import ByteStream
-
-from components.source_readers import convert_streams, to_streams
+from components.source_converter import SourceConverter
 
 
 @component
-class PDFPageConverter:
+class PDFPageConverter(SourceConverter):
     """Reads ``.pdf`` sources into one Document per page with text, with meta ``page_number``."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component."""
-        return default_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PDFPageConverter":
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self, sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None = None
-    ) -> dict[str, list[Document]]:
-        """
-        Convert PDF sources.
-
-        :param sources: File paths or byte streams.
-        :param meta: Meta for all sources (a dict) or per source (a list of dicts).
-        :returns: ``documents``: the pages with text of all sources, in order.
-        :raises IndexingValidationError: Naming every PDF that cannot be parsed or has no text.
-        """
-        return {"documents": convert_streams(to_streams(sources, meta), "pdf")}
+    source_type = "pdf"

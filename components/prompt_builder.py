@@ -27,11 +27,11 @@ from components.prompts import (
     CONTEXT_CHUNK_TEMPLATE,
     RAG_SYSTEM_PROMPT,
     USER_PROMPT_TEMPLATE,
+    rag_template_parameters,
     render_context,
     render_history,
-    validate_template,
+    validate_rag_templates,
 )
-from components.token_budgeter import CHUNK_FIELDS
 
 
 @component
@@ -66,9 +66,7 @@ class SourceIdPromptBuilder:
         :param empty_context: Fills ``{context}`` when no chunk survived retrieval.
         :param empty_history: Fills ``{chat_history}`` when there is no history.
         """
-        validate_template(system_prompt, {"context", "chat_history"}, {"context"}, "system_prompt")
-        validate_template(user_prompt, {"query"}, {"query"}, "user_prompt")
-        validate_template(chunk_template, CHUNK_FIELDS, {"source_id", "content"}, "chunk_template")
+        validate_rag_templates(system_prompt, user_prompt, chunk_template)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
         self.chunk_template = chunk_template
@@ -81,10 +79,7 @@ class SourceIdPromptBuilder:
         """Serialize the component."""
         return default_to_dict(
             self,
-            system_prompt=self.system_prompt,
-            user_prompt=self.user_prompt,
-            chunk_template=self.chunk_template,
-            chunk_separator=self.chunk_separator,
+            **rag_template_parameters(self),
             none_value=self.none_value,
             empty_context=self.empty_context,
             empty_history=self.empty_history,

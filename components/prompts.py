@@ -10,6 +10,7 @@ writes them: ``{context}``, ``{chat_history}``, ``{query}``, ``{answer}``,
 """
 
 from string import Formatter
+from typing import Any
 
 from components.text_analysis import chunk_fields
 
@@ -94,6 +95,36 @@ def validate_template(template: str, allowed: set[str], required: set[str], para
     missing = required - fields
     if missing:
         raise ValueError(f"{parameter} must contain the fields {sorted(missing)}.")
+
+
+# The fields a context-chunk template may use (``source_id`` and ``content`` are required).
+CHUNK_FIELDS = {"source_id", "document_name", "page_number", "section", "content"}
+
+
+def validate_chunk_template(chunk_template: str) -> None:
+    """Check a context-chunk template (see :func:`validate_template`)."""
+    validate_template(chunk_template, CHUNK_FIELDS, {"source_id", "content"}, "chunk_template")
+
+
+def validate_rag_templates(system_prompt: str, user_prompt: str, chunk_template: str) -> None:
+    """
+    Check the three templates of the answer prompt, which the prompt builder renders and the token budgeter counts.
+
+    :raises ValueError: As :func:`validate_template`, naming the parameter.
+    """
+    validate_template(system_prompt, {"context", "chat_history"}, {"context"}, "system_prompt")
+    validate_template(user_prompt, {"query"}, {"query"}, "user_prompt")
+    validate_chunk_template(chunk_template)
+
+
+def rag_template_parameters(owner: Any) -> dict[str, str]:
+    """The prompt-template init parameters of ``owner`` (prompt builder or token budgeter), for ``to_dict``."""
+    return {
+        "system_prompt": owner.system_prompt,
+        "user_prompt": owner.user_prompt,
+        "chunk_template": owner.chunk_template,
+        "chunk_separator": owner.chunk_separator,
+    }
 
 
 def format_chunk(document, chunk_template: str = CONTEXT_CHUNK_TEMPLATE, none_value: str = "N/A") -> str:

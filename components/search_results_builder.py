@@ -22,9 +22,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.models import SearchResponse
-from components.prompts import CONTEXT_CHUNK_TEMPLATE, format_chunk, validate_template
+from components.prompts import CONTEXT_CHUNK_TEMPLATE, format_chunk, validate_chunk_template
 from components.text_analysis import chunk_index_of, count_tokens, document_id_of, snippet, source_id_of, validate_encoding
-from components.token_budgeter import CHUNK_FIELDS
 
 
 @component
@@ -50,7 +49,7 @@ class SearchResultsBuilder:
         :param snippet_chars: Length of a result's snippet before ``...``.
         :param encoding: tiktoken encoding for ``tokens_used``.
         """
-        validate_template(chunk_template, CHUNK_FIELDS, {"source_id", "content"}, "chunk_template")
+        validate_chunk_template(chunk_template)
         validate_encoding(encoding)
         if not isinstance(snippet_chars, int) or snippet_chars < 1:
             raise ValueError(f"snippet_chars must be a positive integer, got {snippet_chars!r}.")

@@ -16,38 +16,13 @@ documents = TextFileConverter().run(sources=["notes.txt"], meta={"tenant_id": "a
 ```
 """
 
-from pathlib import Path
-from typing import Any
+from haystack import component
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.dataclasses import ByteStream
-
-from components.source_readers import convert_streams, to_streams
+from components.source_converter import SourceConverter
 
 
 @component
-class TextFileConverter:
+class TextFileConverter(SourceConverter):
     """Reads ``.txt`` sources into one Document each."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component."""
-        return default_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TextFileConverter":
-        """Deserialise the component."""
-        return default_from_dict(cls, data)
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self, sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None = None
-    ) -> dict[str, list[Document]]:
-        """
-        Convert text sources.
-
-        :param sources: File paths or byte streams.
-        :param meta: Meta for all sources (a dict) or per source (a list of dicts).
-        :returns: ``documents``: one Document per source.
-        :raises IndexingValidationError: Naming every source that is undecodable or empty.
-        """
-        return {"documents": convert_streams(to_streams(sources, meta), "txt")}
+    source_type = "txt"

@@ -31,20 +31,19 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.errors import TokenBudgetExceededError
-from components.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
+from components.model_allowlist import allowlist_with_default, resolve_model
 from components.prompts import (
     CONTEXT_CHUNK_TEMPLATE,
     RAG_SYSTEM_PROMPT,
     USER_PROMPT_TEMPLATE,
+    rag_template_parameters,
     render_context,
     render_history,
-    validate_template,
+    validate_rag_templates,
 )
 from components.text_analysis import count_tokens, validate_encoding
 
 logger = logging.getLogger(__name__)
-
-CHUNK_FIELDS = {"source_id", "document_name", "page_number", "section", "content"}
 
 
 def _positive_int(name: str, value: Any, allow_zero: bool = False) -> int:
@@ -93,11 +92,8 @@ class TokenBudgeter:
         :param system_prompt_tokens: Minimum reservation for the system prompt (``RAG_SYSTEM_PROMPT_TOKENS``).
         :param encoding: tiktoken encoding name.
         """
-        self.models = validate_allowlist(models if models is not None else DEFAULT_MODEL_ALLOWLIST)
-        resolve_model(default_model, self.models)  # the default itself must be allowed
-        validate_template(system_prompt, {"context", "chat_history"}, {"context"}, "system_prompt")
-        validate_template(user_prompt, {"query"}, {"query"}, "user_prompt")
-        validate_template(chunk_template, CHUNK_FIELDS, {"source_id", "content"}, "chunk_template")
+        self.models = allowlist_with_default(default_model, models)
+        validate_rag_templates(system_prompt, user_prompt, chunk_template)
         validate_encoding(encoding)
         self.default_model = default_model
         self.system_prompt = system_prompt
@@ -116,10 +112,7 @@ class TokenBudgeter:
             self,
             default_model=self.default_model,
             models=self.models,
-            system_prompt=self.system_prompt,
-            user_prompt=self.user_prompt,
-            chunk_template=self.chunk_template,
-            chunk_separator=self.chunk_separator,
+            **rag_template_parameters(self),
             max_context_tokens=self.max_context_tokens,
             max_history_tokens=self.max_history_tokens,
             max_response_tokens=self.max_response_tokens,

@@ -32,20 +32,11 @@ def index_corpus(container: ServiceContainer, manifest: Path) -> dict[str, Any]:
 
     :returns: ``documents`` (per status), ``chunks_written`` and ``seconds``.
     """
-    from evaluation.datasets import load_corpus
-
-    from haystack.dataclasses import ByteStream
+    from evaluation.datasets import corpus_sources, load_corpus
 
     documents, _header = load_corpus(manifest)
     started = time.perf_counter()
-    streams, texts = [], []
-    for document in documents:
-        meta = {key: value for key, value in document.access_meta.items() if value is not None}
-        meta.update(document_id=document.document_id, document_name=document.document_name)
-        if document.path is not None:
-            streams.append(ByteStream(data=document.path.read_bytes(), meta={**meta, "file_path": str(document.path)}))
-        else:
-            texts.append({"content": document.content, **meta})
+    streams, texts = corpus_sources(documents)
     results = []
     if streams:
         results.append(container.index_streams(streams))

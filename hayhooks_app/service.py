@@ -36,6 +36,7 @@ from urllib.request import urlopen
 from haystack import Pipeline
 from pydantic import BaseModel
 
+from components import document_lifecycle
 from components.pipeline_loader import load_pipeline
 from hayhooks_app.config import Settings, service_version
 from hayhooks_app.errors import map_exception
@@ -308,6 +309,11 @@ class ServiceContainer:
         self._record_indexing(result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started)
         return result
 
+    def _locked_lifecycle(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a :mod:`components.document_lifecycle` operation on the store under the write lock."""
+        with self.write_lock:
+            return operation(self.store, *args, **kwargs)
+
     def invalidate(
         self,
         tenant_id: str,
@@ -317,10 +323,9 @@ class ServiceContainer:
         key_id: str | None = None,
     ) -> dict[str, Any]:
         """Remove documents from the index; records the reason and cascade id."""
-        from components import document_lifecycle
-
-        with self.write_lock:
-            outcome = document_lifecycle.invalidate(self.store, tenant_id, document_ids, reason=reason, cascade_id=cascade_id)
+        outcome = self._locked_lifecycle(
+            document_lifecycle.invalidate, tenant_id, document_ids, reason=reason, cascade_id=cascade_id
+        )
         result = _normalise_invalidation(outcome, document_ids, cascade_id)
         label = reason_label(reason)
         metrics.invalidations.labels(label).inc(result["invalidated"])
@@ -333,10 +338,7 @@ class ServiceContainer:
 
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
         """Remove every chunk of a tenant."""
-        from components import document_lifecycle
-
-        with self.write_lock:
-            outcome = document_lifecycle.delete_tenant(self.store, tenant_id)
+        outcome = self._locked_lifecycle(document_lifecycle.delete_tenant, tenant_id)
         removed = _count(outcome, "chunks_removed", "deleted", "removed")
         metrics.tenant_deletions.inc()
         metrics.tenant_chunks_removed.inc(removed)
@@ -353,10 +355,9 @@ class ServiceContainer:
         key_id: str | None = None,
     ) -> dict[str, Any]:
         """Mark documents tainted and/or verified without re-embedding."""
-        from components import document_lifecycle
-
-        with self.write_lock:
-            outcome = document_lifecycle.set_flags(self.store, tenant_id, document_ids, tainted=tainted, verified=verified)
+        outcome = self._locked_lifecycle(
+            document_lifecycle.set_flags, tenant_id, document_ids, tainted=tainted, verified=verified
+        )
         updated = _count(outcome, "chunks_updated", "updated")
         for flag, value in (("tainted", tainted), ("verified", verified)):
             if value is not None:

@@ -4,9 +4,25 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from haystack import Document
 
 from components.document_identity import CHUNK_META_FIELDS
+from components.qdrant_edge import QdrantEdgeDocumentStore
+
+
+# Store fixtures: a test module imports them (``from indexing_support import module_store, store``).
+@pytest.fixture(scope="module")
+def module_store(tmp_path_factory):
+    """One Qdrant Edge store per test module (opening a shard takes ~1 s)."""
+    return QdrantEdgeDocumentStore(path=str(tmp_path_factory.mktemp("qdrant")))
+
+
+@pytest.fixture
+def store(module_store):
+    """An empty store (the module shares one and empties it)."""
+    module_store.delete_all_documents()
+    return module_store
 
 
 def make_pdf(path: Path, pages: list[str]) -> Path:

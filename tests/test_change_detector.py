@@ -5,19 +5,7 @@ from haystack import Document
 
 from components.change_detector import DEFAULT_COMPARE_FIELDS, DocumentChangeDetector
 from components.qdrant_edge import QdrantEdgeDocumentStore
-from indexing_support import roundtrip, stored_chunk
-
-
-@pytest.fixture(scope="module")
-def module_store(tmp_path_factory):
-    return QdrantEdgeDocumentStore(path=str(tmp_path_factory.mktemp("qdrant")))
-
-
-@pytest.fixture
-def store(module_store):
-    """An empty store (opening a shard takes ~1 s, so the module shares one and empties it)."""
-    module_store.delete_all_documents()
-    return module_store
+from indexing_support import module_store, roundtrip, store, stored_chunk  # noqa: F401 (fixtures)
 
 
 def source(document_id: str, source_hash: str = "hash-1", tenant_id: str = "acme", **meta) -> Document:

@@ -4,13 +4,8 @@ import pytest
 
 from components.document_identity import tenant_document_filter
 from components.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
-from components.qdrant_edge import QdrantEdgeDocumentStore, QdrantEdgeEmbeddingRetriever
-from indexing_support import stored_chunk, unit_vector
-
-
-@pytest.fixture(scope="module")
-def module_store(tmp_path_factory):
-    return QdrantEdgeDocumentStore(path=str(tmp_path_factory.mktemp("qdrant")))
+from components.qdrant_edge import QdrantEdgeEmbeddingRetriever
+from indexing_support import module_store, stored_chunk, unit_vector  # noqa: F401 (fixture)
 
 
 @pytest.fixture

@@ -10,19 +10,7 @@ from components.change_detector import plan_entry
 from components.document_identity import tenant_document_filter
 from components.lifecycle_writer import LifecycleDocumentWriter
 from components.qdrant_edge import QdrantEdgeDocumentStore
-from indexing_support import roundtrip, stored_chunk
-
-
-@pytest.fixture(scope="module")
-def module_store(tmp_path_factory):
-    return QdrantEdgeDocumentStore(path=str(tmp_path_factory.mktemp("qdrant")))
-
-
-@pytest.fixture
-def store(module_store):
-    """An empty store (opening a shard takes ~1 s, so the module shares one and empties it)."""
-    module_store.delete_all_documents()
-    return module_store
+from indexing_support import module_store, roundtrip, store, stored_chunk  # noqa: F401 (fixtures)
 
 
 def ids(store, document_id, tenant_id="acme"):

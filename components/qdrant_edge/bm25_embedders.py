@@ -78,8 +78,30 @@ def require_content(document: Document) -> str:
     return document.content
 
 
+class _Bm25Component:
+    """The ``bm25_config`` init parameter and (de)serialisation of both BM25 embedders."""
+
+    def __init__(self, bm25_config: dict[str, Any] | None = None) -> None:
+        """
+        :param bm25_config: ``Bm25Config`` options (see ``build_bm25``); use the same for the document and the text
+            embedder, or queries and documents are tokenised differently.
+        :raises StoreConfigError: If the options are invalid.
+        """
+        self.bm25_config = bm25_config
+        self._bm25 = build_bm25(bm25_config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component to a dict."""
+        return default_to_dict(self, bm25_config=self.bm25_config)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Deserialise the component from a dict."""
+        return default_from_dict(cls, data)
+
+
 @component
-class Bm25DocumentEmbedder:
+class Bm25DocumentEmbedder(_Bm25Component):
     """
     Sets each document's ``sparse_embedding`` to the BM25 term weights of its ``content``.
 
@@ -92,23 +114,6 @@ class Bm25DocumentEmbedder:
     assert docs[0].sparse_embedding is not None
     ```
     """
-
-    def __init__(self, bm25_config: dict[str, Any] | None = None) -> None:
-        """
-        :param bm25_config: ``Bm25Config`` options (see ``build_bm25``); use the same as the query embedder's.
-        :raises StoreConfigError: If the options are invalid.
-        """
-        self.bm25_config = bm25_config
-        self._bm25 = build_bm25(bm25_config)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component to a dict."""
-        return default_to_dict(self, bm25_config=self.bm25_config)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Bm25DocumentEmbedder":
-        """Deserialise the component from a dict."""
-        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
@@ -130,7 +135,7 @@ class Bm25DocumentEmbedder:
 
 
 @component
-class Bm25TextEmbedder:
+class Bm25TextEmbedder(_Bm25Component):
     """
     Embeds a query string as a BM25 sparse vector (weight 1 per distinct term; Qdrant applies IDF).
 
@@ -141,23 +146,6 @@ class Bm25TextEmbedder:
     sparse = Bm25TextEmbedder().run(text="reset password")["sparse_embedding"]
     ```
     """
-
-    def __init__(self, bm25_config: dict[str, Any] | None = None) -> None:
-        """
-        :param bm25_config: ``Bm25Config`` options (see ``build_bm25``); use the same as the document embedder's.
-        :raises StoreConfigError: If the options are invalid.
-        """
-        self.bm25_config = bm25_config
-        self._bm25 = build_bm25(bm25_config)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component to a dict."""
-        return default_to_dict(self, bm25_config=self.bm25_config)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Bm25TextEmbedder":
-        """Deserialise the component from a dict."""
-        return default_from_dict(cls, data)
 
     @component.output_types(sparse_embedding=SparseEmbedding)
     def run(self, text: str) -> dict[str, SparseEmbedding]:

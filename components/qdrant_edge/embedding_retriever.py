@@ -7,17 +7,11 @@ from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
 from components.qdrant_edge.document_store import QdrantEdgeDocumentStore
-from components.qdrant_edge.retriever_support import (
-    check_init,
-    parse_filter_policy,
-    resolve_filters,
-    retriever_from_dict,
-    retriever_to_dict,
-)
+from components.qdrant_edge.retriever_support import QdrantEdgeRetrieverBase
 
 
 @component
-class QdrantEdgeEmbeddingRetriever:
+class QdrantEdgeEmbeddingRetriever(QdrantEdgeRetrieverBase):
     """
     Retrieves the documents nearest to a query embedding (the store's ``dense`` vector).
 
@@ -45,32 +39,16 @@ class QdrantEdgeEmbeddingRetriever:
         score_threshold: float | None = None,
     ) -> None:
         """
-        :param document_store: The store to search.
-        :param filters: Filters used when a run passes none (``filter_policy`` REPLACE) or merged with the run's
-            (MERGE). Never rely on MERGE for tenant isolation: pass the full access filter at run time.
-        :param top_k: Maximum number of documents returned.
-        :param filter_policy: ``REPLACE`` (default) or ``MERGE``.
-        :param return_embedding: Return each document's ``embedding``.
+        Parameters as in :class:`QdrantEdgeRetrieverBase`, plus:
+
         :param score_threshold: Drop documents with a lower similarity.
-        :raises ValueError: If ``document_store`` or ``top_k`` is invalid.
-        :raises FilterError: If ``filters`` is malformed.
         """
-        check_init(document_store, filters, top_k)
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = parse_filter_policy(filter_policy)
-        self.return_embedding = return_embedding
+        # Explicit base call: @component rebuilds the class, so zero-argument super() would not find it.
+        QdrantEdgeRetrieverBase.__init__(self, document_store, filters, top_k, filter_policy, return_embedding)
         self.score_threshold = score_threshold
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component to a dict."""
-        return retriever_to_dict(self, return_embedding=self.return_embedding, score_threshold=self.score_threshold)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "QdrantEdgeEmbeddingRetriever":
-        """Deserialise the component from a dict."""
-        return retriever_from_dict(cls, data)
+    def _extra_init_parameters(self) -> dict[str, Any]:
+        return {"score_threshold": self.score_threshold}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -88,10 +66,8 @@ class QdrantEdgeEmbeddingRetriever:
         """
         documents = self.document_store.embedding_retrieval(
             query_embedding=query_embedding,
-            filters=resolve_filters(self.filter_policy, self.filters, filters),
-            top_k=top_k or self.top_k,
-            return_embedding=self.return_embedding,
             score_threshold=self.score_threshold,
+            **self._search_arguments(filters, top_k),
         )
         return {"documents": documents}
 

@@ -7,17 +7,11 @@ from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
 from components.qdrant_edge.document_store import DEFAULT_RRF_K, QdrantEdgeDocumentStore
-from components.qdrant_edge.retriever_support import (
-    check_init,
-    parse_filter_policy,
-    resolve_filters,
-    retriever_from_dict,
-    retriever_to_dict,
-)
+from components.qdrant_edge.retriever_support import QdrantEdgeRetrieverBase
 
 
 @component
-class QdrantEdgeHybridRetriever:
+class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
     """
     Retrieves documents by fusing a dense and a BM25 search with Reciprocal Rank Fusion, in one engine query.
 
@@ -49,40 +43,24 @@ class QdrantEdgeHybridRetriever:
         rrf_k: int = DEFAULT_RRF_K,
     ) -> None:
         """
-        :param document_store: The store to search.
-        :param filters: Filters used when a run passes none (``filter_policy`` REPLACE) or merged with the run's
-            (MERGE). Never rely on MERGE for tenant isolation: pass the full access filter at run time.
-        :param top_k: Maximum number of documents returned.
-        :param filter_policy: ``REPLACE`` (default) or ``MERGE``.
-        :param return_embedding: Return each document's dense ``embedding``.
+        Parameters as in :class:`QdrantEdgeRetrieverBase`, plus:
+
         :param prefetch_limit: Candidates per stage; ``None`` means ``max(4 * top_k, 40)``.
         :param rrf_k: The RRF constant (60 is the usual choice; lower values favour top ranks more).
         :raises ValueError: If ``document_store``, ``top_k``, ``prefetch_limit`` or ``rrf_k`` is invalid.
         :raises FilterError: If ``filters`` is malformed.
         """
-        check_init(document_store, filters, top_k)
+        # Explicit base call: @component rebuilds the class, so zero-argument super() would not find it.
+        QdrantEdgeRetrieverBase.__init__(self, document_store, filters, top_k, filter_policy, return_embedding)
         if prefetch_limit is not None and (not isinstance(prefetch_limit, int) or prefetch_limit <= 0):
             raise ValueError(f"prefetch_limit must be a positive integer or None, got {prefetch_limit!r}.")
         if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or rrf_k <= 0:
             raise ValueError(f"rrf_k must be a positive integer, got {rrf_k!r}.")
-        self.document_store = document_store
-        self.filters = filters
-        self.top_k = top_k
-        self.filter_policy = parse_filter_policy(filter_policy)
-        self.return_embedding = return_embedding
         self.prefetch_limit = prefetch_limit
         self.rrf_k = rrf_k
 
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise the component to a dict."""
-        return retriever_to_dict(
-            self, return_embedding=self.return_embedding, prefetch_limit=self.prefetch_limit, rrf_k=self.rrf_k
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "QdrantEdgeHybridRetriever":
-        """Deserialise the component from a dict."""
-        return retriever_from_dict(cls, data)
+    def _extra_init_parameters(self) -> dict[str, Any]:
+        return {"prefetch_limit": self.prefetch_limit, "rrf_k": self.rrf_k}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -106,11 +84,9 @@ class QdrantEdgeHybridRetriever:
         documents = self.document_store.hybrid_retrieval(
             query=query,
             query_embedding=query_embedding,
-            filters=resolve_filters(self.filter_policy, self.filters, filters),
-            top_k=top_k or self.top_k,
-            return_embedding=self.return_embedding,
             prefetch_limit=self.prefetch_limit,
             rrf_k=self.rrf_k,
+            **self._search_arguments(filters, top_k),
         )
         return {"documents": documents}
 

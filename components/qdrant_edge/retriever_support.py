@@ -1,4 +1,9 @@
-"""Init checks, filter policy and (de)serialisation shared by the three Qdrant Edge retrievers."""
+"""
+Init checks, filter policy and (de)serialisation shared by the three Qdrant Edge retrievers.
+
+:class:`QdrantEdgeRetrieverBase` holds the init parameters every retriever takes (``document_store``,
+``filters``, ``top_k``, ``filter_policy``, ``return_embedding``); a retriever adds its own and its ``run``.
+"""
 
 from typing import Any
 
@@ -60,3 +65,53 @@ def retriever_from_dict(cls: type, data: dict[str, Any]) -> Any:
     if "filter_policy" in init_parameters:
         init_parameters["filter_policy"] = FilterPolicy.from_str(init_parameters["filter_policy"])
     return default_from_dict(cls, data)
+
+
+class QdrantEdgeRetrieverBase:
+    """The init parameters, (de)serialisation and per-run search arguments common to the retrievers."""
+
+    def __init__(
+        self,
+        document_store: QdrantEdgeDocumentStore,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
+    ) -> None:
+        """
+        :param document_store: The store to search.
+        :param filters: Filters used when a run passes none (``filter_policy`` REPLACE) or merged with the run's
+            (MERGE). Never rely on MERGE for tenant isolation: pass the full access filter at run time.
+        :param top_k: Maximum number of documents returned.
+        :param filter_policy: ``REPLACE`` (default) or ``MERGE``.
+        :param return_embedding: Return each document's dense ``embedding``.
+        :raises ValueError: If ``document_store`` or ``top_k`` is invalid.
+        :raises FilterError: If ``filters`` is malformed.
+        """
+        check_init(document_store, filters, top_k)
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = parse_filter_policy(filter_policy)
+        self.return_embedding = return_embedding
+
+    def _extra_init_parameters(self) -> dict[str, Any]:
+        """The init parameters a retriever adds to the common ones (for ``to_dict``)."""
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component to a dict."""
+        return retriever_to_dict(self, return_embedding=self.return_embedding, **self._extra_init_parameters())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Deserialise the component from a dict."""
+        return retriever_from_dict(cls, data)
+
+    def _search_arguments(self, filters: dict[str, Any] | None, top_k: int | None) -> dict[str, Any]:
+        """The store-search arguments of one run: resolved filters, ``top_k`` and ``return_embedding``."""
+        return {
+            "filters": resolve_filters(self.filter_policy, self.filters, filters),
+            "top_k": top_k or self.top_k,
+            "return_embedding": self.return_embedding,
+        }
