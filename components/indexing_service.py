@@ -60,6 +60,7 @@ from components.source_readers import convert_streams, stream_label
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+DEFAULT_MAX_DOCUMENT_CHARS = 2_000_000
 # Identity fields are top-level fields of a request, never smuggled in through `meta`.
 IDENTITY_FIELDS = ("tenant_id", "tags", "scope", "user_id", "project_id", "document_id")
 TEXT_FIELDS = frozenset({*IDENTITY_FIELDS, "content", "document_name", "source_uri", "meta"})
@@ -75,10 +76,16 @@ def _max_file_bytes_from_env() -> int:
     return int(os.environ.get("SOURCEBOUND_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES))
 
 
+def _max_document_chars_from_env() -> int:
+    return int(os.environ.get("SOURCEBOUND_MAX_DOCUMENT_CHARS", DEFAULT_MAX_DOCUMENT_CHARS))
+
+
 class IndexingService:
     """Validates and indexes batches of files or texts through the indexing pipeline."""
 
-    def __init__(self, pipeline: Pipeline, max_file_bytes: int | None = None) -> None:
+    def __init__(
+        self, pipeline: Pipeline, max_file_bytes: int | None = None, max_document_chars: int | None = None
+    ) -> None:
         """
         Wrap an indexing pipeline.
 
@@ -86,6 +93,9 @@ class IndexingService:
             they may be renamed).
         :param max_file_bytes: Largest file (or text, in UTF-8 bytes) accepted; default
             ``SOURCEBOUND_MAX_FILE_BYTES`` or 50 MiB.
+        :param max_document_chars: Most characters of text one source may hold after conversion; default
+            ``SOURCEBOUND_MAX_DOCUMENT_CHARS`` or 2,000,000. Bounds what a small compressed file (a PDF
+            bomb) may expand into, so uploads obey the same limit as JSON documents.
         :raises ValueError: If the pipeline lacks a ``SourceRouter``, ``DocumentIdentifier`` or
             ``LifecycleDocumentWriter``.
         """
@@ -93,6 +103,9 @@ class IndexingService:
         self.max_file_bytes = max_file_bytes if max_file_bytes is not None else _max_file_bytes_from_env()
         if self.max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be positive, got {self.max_file_bytes}")
+        self.max_document_chars = max_document_chars if max_document_chars is not None else _max_document_chars_from_env()
+        if self.max_document_chars <= 0:
+            raise ValueError(f"max_document_chars must be positive, got {self.max_document_chars}")
         by_type: dict[type, tuple[str, Any]] = {}
         for name, instance in pipeline.walk():
             by_type.setdefault(type(instance), (name, instance))
@@ -120,9 +133,14 @@ class IndexingService:
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         max_file_bytes: int | None = None,
+        max_document_chars: int | None = None,
     ) -> "IndexingService":
         """Build the service on ``load_pipeline(name, env, overrides)``."""
-        return cls(load_pipeline(name, env=env, overrides=overrides), max_file_bytes=max_file_bytes)
+        return cls(
+            load_pipeline(name, env=env, overrides=overrides),
+            max_file_bytes=max_file_bytes,
+            max_document_chars=max_document_chars,
+        )
 
     def warm_up(self) -> None:
         """Load the embedder and tokenizers now rather than on the first batch."""
@@ -330,6 +348,11 @@ class IndexingService:
                 item_problems.append("undecodable content: it contains NUL bytes (binary data, not text)")
             elif len(content.encode("utf-8", errors="replace")) > self.max_file_bytes:
                 item_problems.append(f"content is over the size limit of {self.max_file_bytes} bytes")
+            elif len(content) > self.max_document_chars:
+                item_problems.append(
+                    f"content has {len(content)} characters, over the limit of {self.max_document_chars} "
+                    "(SOURCEBOUND_MAX_DOCUMENT_CHARS)"
+                )
             else:
                 try:
                     content.encode("utf-8")
@@ -398,9 +421,18 @@ class IndexingService:
                 )
                 continue
             try:
-                converted.extend(convert_streams([stream], route, self._section_levels.get(route, 2)))
+                stream_documents = convert_streams([stream], route, self._section_levels.get(route, 2))
             except IndexingValidationError as error:
                 problems.extend(error.problems)
+                continue
+            characters = sum(len(document.content or "") for document in stream_documents)
+            if characters > self.max_document_chars:
+                problems.append(
+                    f"{stream_label(stream, position)}: its text has {characters} characters, over the limit of "
+                    f"{self.max_document_chars} (SOURCEBOUND_MAX_DOCUMENT_CHARS); split the file"
+                )
+                continue
+            converted.extend(stream_documents)
         if identities:
             try:
                 self._identifier.run(documents=[converted, documents])

@@ -137,6 +137,9 @@ def _check_json(body: bytes, model) -> tuple[int, str, str] | None:
     """``(status, type, message)`` for a body that must not reach the application, else ``None``."""
     try:
         parsed = json.loads(body)
+    except RecursionError:
+        # Nesting deeper than the interpreter's recursion limit: no request of this API nests beyond a few levels.
+        return 400, "invalid_json", "The request body is not valid JSON for this API: it is nested too deeply."
     except (ValueError, UnicodeDecodeError) as error:
         return 400, "invalid_json", f"The request body is not valid JSON: {error}"
     if not isinstance(parsed, dict):

@@ -128,7 +128,9 @@ class ServiceContainer:
                 if self._indexing is None:
                     from components.indexing_service import IndexingService
 
-                    self._indexing = IndexingService(self.pipeline("indexing"))
+                    self._indexing = IndexingService(
+                        self.pipeline("indexing"), max_document_chars=self.settings.limits.max_document_chars
+                    )
         return self._indexing
 
     @property

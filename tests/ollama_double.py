@@ -84,6 +84,7 @@ class OllamaDouble:
         self.category = category
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
+        self._connections: set[socket.socket] = set()  # open client connections, closed by go_down()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -113,11 +114,16 @@ class OllamaDouble:
         return self
 
     def go_down(self) -> None:
-        """Stop listening: every request now gets 'connection refused'."""
+        """Stop listening and drop open keep-alive connections: every request now gets 'connection refused'."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for connection in list(self._connections):
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def stop(self) -> None:
         self.go_down()
@@ -162,6 +168,14 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         # Headers and body go out in separate writes; without TCP_NODELAY, Nagle + delayed ACK add ~40 ms.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.owner._connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.owner._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:  # go_down() shut the connection
+            pass
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass

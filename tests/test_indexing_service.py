@@ -234,3 +234,27 @@ class TestIndexingPipelineYaml:
 
     def test_empty_folder_is_an_error(self, service, tmp_path):
         assert_rejected_and_unchanged(service, lambda: service.index_files([tmp_path], tenant_id="acme", tags=["hr"]), "no files to index")
+
+
+@pytest.mark.integration
+class TestExtractedTextLimit:
+    def test_a_source_expanding_past_the_limit_is_rejected_before_anything_runs(self, tmp_path):
+        from components.indexing_service import IndexingService, IndexingValidationError
+        from components.pipeline_loader import load_pipeline
+
+        service = IndexingService(
+            load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=1000
+        )
+        source = tmp_path / "long.txt"
+        source.write_text("word " * 400, encoding="utf-8")  # 2000 characters in a 2 KB file
+        with pytest.raises(IndexingValidationError, match="over the limit of 1000"):
+            service.validate_files([source], tenant_id="acme", tags=["ops"])
+        with pytest.raises(IndexingValidationError, match="over the limit of 1000"):
+            service.validate_texts([{"content": "x" * 1001, "tenant_id": "acme", "tags": ["ops"]}])
+
+    def test_rejects_a_non_positive_limit(self, tmp_path):
+        from components.indexing_service import IndexingService
+        from components.pipeline_loader import load_pipeline
+
+        with pytest.raises(ValueError, match="max_document_chars"):
+            IndexingService(load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=0)
