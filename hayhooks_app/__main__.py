@@ -2,7 +2,7 @@
 ``python -m hayhooks_app serve`` (what ``make serve`` runs) and ``python -m hayhooks_app keys ...``.
 
 ``serve`` reads the settings from the environment (``HAYHOOKS_HOST``/``HAYHOOKS_PORT``, default
-127.0.0.1:1416; ``SOURCEBOUND_DATA_DIR``, default ``./data``; see ``hayhooks_app/API.md``),
+127.0.0.1:1416; ``SOURCEBOUND_DATA_DIR``, default ``./data``; see ``README.md``),
 sets the torch thread count deliberately, and serves the Hayhooks app with uvicorn. On first
 start it indexes the bundled sample corpus.
 """
@@ -22,6 +22,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
+    from components.pipeline_copy import install_fast_input_copy
     from components.runtime import set_torch_threads
     from hayhooks_app.config import ConfigError, Settings
 
@@ -31,6 +32,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     threads = set_torch_threads()
+    # Haystack's per-component input copies were half of a /search request's CPU (bench/PERFORMANCE.md).
+    install_fast_input_copy()
 
     from hayhooks.server.app import run_app
     from hayhooks.settings import settings as hayhooks_settings

@@ -1,0 +1,372 @@
+"""
+Service-level benchmark: the real server over real HTTP, against the bare parts, in the same run.
+
+For one prebuilt corpus (``bench.corpus``) it:
+
+1. starts ``python -m hayhooks_app serve --host 127.0.0.1 --port <free> --data-dir <corpus>``
+   (the store already holds the index), times process start to the first healthy
+   ``GET /health``, and samples the server's RSS with psutil every 0.1 s (peak = the larger of
+   the samples' maximum and the kernel's ``VmHWM``);
+2. runs the **paired client** (``bench.paired_client``, a separate process): every
+   ``/search/run`` and ``/rag/run`` request over loopback HTTP alternates with the same request
+   through the **bare parts** (``BareParts``: the SentenceTransformers query embedder with the
+   search pipeline's settings and the server's torch threads, then ONE filtered hybrid query on
+   a copy of the store: ``QdrantEdgeDocumentStore.hybrid_retrieval`` with the access filter the
+   pipelines build; ``k`` results for search, the RAG pipeline's ``3 * max_context_chunks + 5``
+   candidates with embeddings for RAG). Alternating one by one makes HTTP / bare robust to the
+   shared machine's drifting load;
+3. runs the load client (``bench/http_client.py``, stdlib only) for ``/search/run`` throughput
+   at 1, 4 and 16 concurrent keep-alive clients; then stops the server (SIGTERM; uvicorn shuts
+   down gracefully and re-raises the signal, so the exit code is -15).
+
+Usage (normally through ``python -m bench``):
+
+```python
+from bench.service_bench import ServiceSettings, run_size
+figures = run_size(10_000, ServiceSettings())
+```
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import ensure_corpus, query_set
+from bench.report import latency_summary
+
+REPO = Path(__file__).resolve().parent.parent
+CLIENT = Path(__file__).resolve().parent / "http_client.py"
+LOG_DIR = Path(__file__).resolve().parent / "results" / "cache" / "logs"
+_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_")  # as tests/api_server.py: a hermetic server
+SEARCH_K = 5
+RAG_CONTEXT_CHUNKS = 5
+RAG_FETCH_TOP_K = 3 * RAG_CONTEXT_CHUNKS + 5  # query.yml: over_fetch_factor 3, tie_margin 5
+
+
+@dataclass
+class ServiceSettings:
+    """What one service run does (the CLI of ``python -m bench`` fills it)."""
+
+    search_requests: int = 300
+    rag_requests: int = 200
+    concurrency: tuple[int, ...] = (1, 4, 16)
+    throughput_seconds: float = 8.0
+    torch_threads: int = 1
+    start_timeout_s: float = 300.0
+    # Serve with Haystack's own pipeline input copies (components.pipeline_copy not installed): the "before" of that fix.
+    haystack_copy: bool = False
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def search_body(query: dict[str, Any]) -> dict[str, Any]:
+    return {**query, "k": SEARCH_K, "search_mode": "hybrid"}
+
+
+def rag_body(query: dict[str, Any]) -> dict[str, Any]:
+    return {**query, "max_context_chunks": RAG_CONTEXT_CHUNKS}
+
+
+# ------------------------------------------------------------------ the server process
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class BenchServer:
+    """``python -m hayhooks_app serve`` on a free loopback port, with start-up time and RSS sampling."""
+
+    def __init__(self, data_dir: Path, log_path: Path, torch_threads: int = 1, extra_env: dict[str, str] | None = None,
+                 haystack_copy: bool = False):  # fmt: skip
+        self.haystack_copy = haystack_copy
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.torch_threads = torch_threads
+        self.extra_env = dict(extra_env or {})
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.startup_s: float | None = None
+        self.rss_samples: list[tuple[float, int]] = []
+        self._sampling = threading.Event()
+        self._sampler: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _environment(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"}
+        env.update(SOURCEBOUND_TORCH_THREADS=str(self.torch_threads), PYTHONUNBUFFERED="1", **self.extra_env)
+        return env
+
+    def start(self, timeout_s: float) -> "BenchServer":
+        import psutil
+
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        arguments = ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        command = [sys.executable, "-m", "hayhooks_app", *arguments]
+        if self.haystack_copy:  # the same entry point with the input-copy fix switched off
+            command = [sys.executable, "-c", "import sys, components.pipeline_copy as copy; copy.install_fast_input_copy = "
+                       f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))"]  # fmt: skip
+        with open(self.log_path, "wb") as log:
+            started = time.monotonic()
+            self.process = subprocess.Popen(command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT)
+        self._psutil = psutil.Process(self.process.pid)
+        self._sampling.set()
+        self._sampler = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
+        self._sampler.start()
+        while time.monotonic() - started < timeout_s:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"The server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}")
+            health = self.health()
+            if health is not None and health.get("status") == "healthy":
+                self.startup_s = time.monotonic() - started
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"The server was not healthy within {timeout_s:.0f} s; log: {self.log_path}\n{self.log_tail()}")
+
+    def health(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:  # noqa: S310 - loopback
+                return json.loads(response.read())
+        except (OSError, ValueError):
+            return None
+
+    def _sample(self) -> None:
+        while self._sampling.is_set():
+            try:
+                self.rss_samples.append((time.monotonic(), self._psutil.memory_info().rss))
+            except Exception:  # the process is gone
+                return
+            time.sleep(0.1)
+
+    def rss_now(self) -> int:
+        return self._psutil.memory_info().rss
+
+    def peak_rss(self) -> int:
+        """Peak resident memory: the kernel's high-water mark where it exists, else the sampled maximum."""
+        sampled = max((rss for _at, rss in self.rss_samples), default=0)
+        try:
+            for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return max(sampled, int(line.split()[1]) * 1024)
+        except OSError:
+            pass
+        return sampled
+
+    def stop(self) -> int | None:
+        self._sampling.clear()
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def run_client(url: str, runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Run the load client (a separate process) with these runs; returns the runs by name."""
+    with tempfile.TemporaryDirectory(prefix="sourcebound-bench-client-") as temp:
+        plan, out = Path(temp) / "plan.json", Path(temp) / "out.json"
+        plan.write_text(json.dumps({"runs": runs}), encoding="utf-8")
+        completed = subprocess.run([sys.executable, str(CLIENT), "--url", url, "--plan", str(plan), "--out", str(out)],
+                                   capture_output=True, text=True, timeout=1800)  # fmt: skip
+        if completed.returncode != 0:
+            raise RuntimeError(f"The load client failed:\n{completed.stderr[-3000:]}")
+        return {run["name"]: run for run in json.loads(out.read_text(encoding="utf-8"))["runs"]}
+
+
+def _client_figures(run: dict[str, Any]) -> dict[str, Any]:
+    ok = run["statuses"].get("200", 0)
+    figures = {**latency_summary(run["latencies_ms"]), "requests_per_s": run["requests_per_s"], "ok": ok,
+               "errors": run["completed"] - ok, "mean_results": run["mean_results"]}  # fmt: skip
+    if run.get("server_ms"):
+        # The search service's own time (QueryService: the pipeline and response model), measured in the server.
+        figures["in_server_search_p50_ms"] = latency_summary(run["server_ms"])["p50_ms"]
+    if run["actions"]:
+        figures["actions"] = run["actions"]
+    if run["errors"]:
+        figures["error_samples"] = run["errors"]
+    return figures
+
+
+# ------------------------------------------------------------------ the bare parts, in process
+
+
+class BareParts:
+    """
+    The query embedder and the store, in process: what a request needs without the service around it.
+
+    :param torch_threads: torch threads (the server's, so both embed alike).
+    :param store_path: The store folder (a copy of the server's ``<data dir>/qdrant``).
+    """
+
+    def __init__(self, torch_threads: int, store_path: str):
+        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
+
+        from components.access_filter import AccessFilterBuilder
+        from components.qdrant_edge import QdrantEdgeDocumentStore
+        from components.runtime import embedding_model_path, set_torch_threads
+
+        self.torch_threads = set_torch_threads(torch_threads)
+        # The search pipeline's embedder settings (pipelines/search.yml).
+        self.embedder = SentenceTransformersTextEmbedder(model=embedding_model_path(), local_files_only=True, progress_bar=False)
+        self.embedder.warm_up()
+        self.filter_builder = AccessFilterBuilder()  # the filter the pipelines build (default options)
+        self.store = QdrantEdgeDocumentStore(path=store_path, embedding_dim=384)
+
+    def filters(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The access filter of a request, as the pipelines' ``AccessFilterBuilder`` makes it."""
+        return self.filter_builder.run(tenant_id=body["tenant_id"], user_tags=body["user_tags"], user_id=body.get("user_id"),
+                                       project_id=body.get("project_id"))["filters"]  # fmt: skip
+
+    def run(self, kind: str, body: dict[str, Any]) -> int:
+        """
+        ``search``: embed + one filtered hybrid query for ``k`` results; ``rag_retrieval``: embed + the RAG
+        pipeline's retrieval (``3 * max_context_chunks + 5`` candidates with embeddings). Returns the result count.
+        """
+        filters = self.filters(body)
+        embedding = self.embedder.run(text=body["query"])["embedding"]
+        if kind == "search":
+            return len(self.store.hybrid_retrieval(body["query"], embedding, filters=filters, top_k=SEARCH_K))
+        return len(self.store.hybrid_retrieval(body["query"], embedding, filters=filters, top_k=RAG_FETCH_TOP_K,
+                                               return_embedding=True))  # fmt: skip
+
+    def split_timings(self, bodies: list[dict[str, Any]]) -> dict[str, list[float]]:
+        """The bare search's two halves over the same queries: ``embed_ms`` and ``retrieve_ms``."""
+        embed_ms, retrieve_ms = [], []
+        for body in bodies:
+            filters = self.filters(body)
+            started = time.perf_counter()
+            embedding = self.embedder.run(text=body["query"])["embedding"]
+            middle = time.perf_counter()
+            self.store.hybrid_retrieval(body["query"], embedding, filters=filters, top_k=SEARCH_K)
+            embed_ms.append((middle - started) * 1000.0)
+            retrieve_ms.append((time.perf_counter() - middle) * 1000.0)
+        return {"embed_ms": embed_ms, "retrieve_ms": retrieve_ms}
+
+    def close(self) -> None:
+        self.store.close()
+
+
+# ------------------------------------------------------------------ one corpus size
+
+
+def _reset_run_state(data_dir: Path) -> None:
+    """Drop what a previous server run left in the cached data dir (records, tag directory), so runs start alike."""
+    for name in ("records.sqlite", "records.sqlite-wal", "records.sqlite-shm", "records.sqlite.key", "tags.sqlite",
+                 "tags.sqlite-wal", "tags.sqlite-shm"):  # fmt: skip
+        (data_dir / name).unlink(missing_ok=True)
+
+
+def run_paired(url: str, store_copy: Path, plan: dict[str, Any]) -> dict[str, Any]:
+    """Run ``bench.paired_client`` (a separate process) with this plan."""
+    with tempfile.TemporaryDirectory(prefix="sourcebound-bench-paired-") as temp:
+        plan_path, out = Path(temp) / "plan.json", Path(temp) / "out.json"
+        plan_path.write_text(json.dumps(plan), encoding="utf-8")
+        command = [sys.executable, "-m", "bench.paired_client", "--url", url, "--store-copy", str(store_copy),
+                   "--plan", str(plan_path), "--out", str(out)]  # fmt: skip
+        completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
+        if completed.returncode != 0:
+            raise RuntimeError(f"The paired client failed:\n{completed.stderr[-3000:]}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _copy_store(data_dir: Path, target: Path) -> Path:
+    """A private copy of the store folder for the bare side (without the folder lock)."""
+    copy = target / "qdrant"
+    shutil.copytree(data_dir / "qdrant", copy, ignore=shutil.ignore_patterns(".sourcebound.lock"))
+    return copy
+
+
+def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
+    """Every service-level figure for one corpus size (see the module docstring)."""
+    data_dir, manifest = ensure_corpus(size)
+    _reset_run_state(data_dir)
+    queries = query_set(max(settings.search_requests, settings.rag_requests))
+    search_bodies = [search_body(q) for q in queries[: settings.search_requests]]
+    rag_bodies = [rag_body(q) for q in queries[: settings.rag_requests]]
+
+    with tempfile.TemporaryDirectory(prefix="sourcebound-bench-bare-") as temp:
+        store_copy = _copy_store(data_dir, Path(temp))
+        log("  starting the server ...")
+        server = BenchServer(data_dir, LOG_DIR / f"server-{size}.log", settings.torch_threads, settings.extra_env,
+                             settings.haystack_copy)  # fmt: skip
+        try:
+            server.start(settings.start_timeout_s)
+            health = server.health() or {}
+            idle_rss = server.rss_now()
+            log(f"  healthy after {server.startup_s:.1f} s, {health.get('store', {}).get('points')} points; "
+                "HTTP and bare, alternating ...")  # fmt: skip
+            paired = run_paired(server.url, store_copy, {
+                "torch_threads": settings.torch_threads,
+                "pairs": [
+                    {"name": "search", "path": "/search/run", "bare": "search", "bodies": search_bodies,
+                     "requests": settings.search_requests, "warmup": 10},
+                    {"name": "rag", "path": "/rag/run", "bare": "rag_retrieval", "bodies": rag_bodies,
+                     "requests": settings.rag_requests, "warmup": 5},
+                ],
+            })  # fmt: skip
+            log("  throughput ...")
+            runs = [{"name": f"search_c{clients}", "path": "/search/run", "bodies": search_bodies, "concurrency": clients,
+                     "duration_s": settings.throughput_seconds, "warmup": clients} for clients in settings.concurrency]  # fmt: skip
+            throughput_runs = run_client(server.url, runs)
+            loaded_rss = server.rss_now()
+            peak_rss = server.peak_rss()
+        finally:
+            code = server.stop()
+    log(f"  server stopped (exit {code})")
+
+    pairs = {pair["name"]: pair for pair in paired["pairs"]}
+    search, rag = _client_figures(pairs["search"]), _client_figures(pairs["rag"])
+    bare = {
+        "search": latency_summary(pairs["search"]["bare_ms"]),
+        "rag_retrieval": latency_summary(pairs["rag"]["bare_ms"]),
+        "embed": latency_summary(paired["embed_ms"]),
+        "retrieve": latency_summary(paired["retrieve_ms"]),
+    }
+    throughput = {str(clients): _client_figures(throughput_runs[f"search_c{clients}"]) for clients in settings.concurrency}
+    return {
+        "size": size,
+        "corpus": manifest,
+        "startup_s": round(server.startup_s, 2),
+        "rss_mb": {"idle": round(idle_rss / 2**20, 1), "after_load": round(loaded_rss / 2**20, 1),
+                   "peak": round(peak_rss / 2**20, 1)},  # fmt: skip
+        "health_store": {key: value for key, value in (health.get("store") or {}).items() if key != "path"},
+        "http": {"search": search, "rag": rag},
+        "bare": bare,
+        "ratios": {
+            "search_http_over_bare_p50": round(search["p50_ms"] / bare["search"]["p50_ms"], 2),
+            "search_http_over_bare_p95": round(search["p95_ms"] / bare["search"]["p95_ms"], 2),
+            "rag_http_over_bare_retrieval_p50": round(rag["p50_ms"] / bare["rag_retrieval"]["p50_ms"], 2),
+        },
+        "throughput": throughput,
+        "server_log": str(server.log_path),
+        "server_exit_code": code,
+        "torch_threads": settings.torch_threads,
+        "fast_input_copy": not settings.haystack_copy,
+    }
