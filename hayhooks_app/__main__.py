@@ -32,7 +32,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     threads = set_torch_threads()
-    # Haystack's per-component input copies were half of a /search request's CPU (bench/PERFORMANCE.md).
+    # Haystack's per-component input copies were half of a /search request's CPU (README.md ("Performance")).
     install_fast_input_copy()
 
     from hayhooks.server.app import run_app
