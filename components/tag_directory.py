@@ -4,8 +4,19 @@ with the specification's two tables,
 
 ```sql
 users (id TEXT PRIMARY KEY, email TEXT NOT NULL)
-tags  (name TEXT PRIMARY KEY, owner_user_id TEXT REFERENCES users(id))
+tags  (tenant_id TEXT NOT NULL, name TEXT NOT NULL, owner_user_id TEXT REFERENCES users(id),
+       PRIMARY KEY (tenant_id, name))
 ```
+
+Tags are per tenant: the same tag name can exist in several tenants with different
+owners, and a lookup always names the requester's tenant, so a question is never
+routed to (and never discloses) another tenant's owner. Users are global.
+
+Old schema: a database created before tags had a ``tenant_id`` column (``tags``
+keyed by name only) cannot say which tenant each tag belongs to, so on first use
+its ``tags`` table is dropped and recreated empty (users are kept), with a warning.
+Reload the tags from the directory YAML (``sourcebound tags load ...``; the API's
+bootstrap does it automatically when the directory has no tags).
 
 managed from the CLI (``sourcebound tags ...``) or a YAML file, and read by the
 :class:`components.tag_router.TagRouter` when an answer is routed to a human.
@@ -20,10 +31,12 @@ YAML format for :meth:`TagDirectory.load_from_yaml`:
 users:
   - {id: u-hr-lead, email: hr-lead@acme.example}
 tags:
-  hr: u-hr-lead          # tag: owner user id (or null for no owner)
+  - {tenant_id: acme, name: hr, owner_user_id: u-hr-lead}
+  - {tenant_id: acme, name: it}            # no owner: routes to the admin
 ```
 """
 
+import logging
 import os
 import sqlite3
 from contextlib import closing
@@ -33,18 +46,31 @@ from typing import Any
 
 import yaml
 
+logger = logging.getLogger(__name__)
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
     id TEXT PRIMARY KEY,
     email TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS tags (
-    name TEXT PRIMARY KEY,
-    owner_user_id TEXT REFERENCES users(id) ON DELETE SET NULL
+    tenant_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    owner_user_id TEXT REFERENCES users(id) ON DELETE SET NULL,
+    PRIMARY KEY (tenant_id, name)
 );
 """
 
 TAG_DIRECTORY_FILE = "tags.sqlite"
+
+_UPSERT_TAG = (
+    "INSERT INTO tags (tenant_id, name, owner_user_id) VALUES (?, ?, ?) "
+    "ON CONFLICT(tenant_id, name) DO UPDATE SET owner_user_id = excluded.owner_user_id"
+)
+_SELECT_TAGS = (
+    "SELECT tags.name, tags.owner_user_id, users.email, tags.tenant_id FROM tags "
+    "LEFT JOIN users ON users.id = tags.owner_user_id"
+)
 
 
 class TagDirectoryError(ValueError):
@@ -63,6 +89,16 @@ class TagOwner:
     tag: str
     owner_user_id: str | None
     owner_email: str | None
+    tenant_id: str
+
+
+def _require_tenant(tenant_id: str) -> None:
+    if not tenant_id or not isinstance(tenant_id, str):
+        raise TagDirectoryError(f"A tag belongs to a tenant: give a tenant id, got {tenant_id!r}.")
+
+
+def _tag_owner(row: tuple) -> "TagOwner":
+    return TagOwner(tag=row[0], owner_user_id=row[1], owner_email=row[2], tenant_id=row[3])
 
 
 class TagDirectory:
@@ -71,8 +107,10 @@ class TagDirectory:
     ```python
     directory = TagDirectory("data/tags.sqlite")
     directory.add_user("u-hr-lead", "hr-lead@acme.example")
-    directory.set_tag_owner("hr", "u-hr-lead")
-    directory.lookup("hr")  # TagOwner(tag="hr", owner_user_id="u-hr-lead", owner_email="hr-lead@acme.example")
+    directory.set_tag_owner("acme", "hr", "u-hr-lead")
+    directory.lookup("acme", "hr")
+    # TagOwner(tag="hr", owner_user_id="u-hr-lead", owner_email="hr-lead@acme.example", tenant_id="acme")
+    directory.lookup("globex", "hr")  # None: tags are per tenant
     ```
     """
 
@@ -91,9 +129,22 @@ class TagDirectory:
         connection = sqlite3.connect(self.path, timeout=10.0)
         connection.execute("PRAGMA foreign_keys = ON")
         if not self._initialised:
+            self._migrate_old_tags_table(connection)
             connection.executescript(SCHEMA)
             self._initialised = True
         return connection
+
+    def _migrate_old_tags_table(self, connection: sqlite3.Connection) -> None:
+        """Drop a pre-tenant ``tags`` table (no ``tenant_id`` column); see the module doc."""
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(tags)").fetchall()}
+        if columns and "tenant_id" not in columns:
+            logger.warning(
+                "Tag directory %s has the old tags table (no tenant_id): dropping its tags; "
+                "reload them from the directory YAML (`sourcebound tags load ...`).",
+                self.path,
+            )
+            with connection:
+                connection.execute("DROP TABLE tags")
 
     def add_user(self, user_id: str, email: str) -> None:
         """Add a user, or update the email of an existing one."""
@@ -110,50 +161,49 @@ class TagDirectory:
         with closing(self._connect()) as connection, connection:
             return connection.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount > 0
 
-    def set_tag_owner(self, tag: str, owner_user_id: str | None) -> None:
+    def set_tag_owner(self, tenant_id: str, tag: str, owner_user_id: str | None) -> None:
         """
-        Create a tag or change its owner (``None`` clears it).
+        Create a tenant's tag or change its owner (``None`` clears it).
 
-        :raises TagDirectoryError: If the owner is not a known user.
+        :raises TagDirectoryError: If the tenant or tag is empty or the owner is not a known user.
         """
+        _require_tenant(tenant_id)
         if not tag:
             raise TagDirectoryError("A tag needs a name.")
         with closing(self._connect()) as connection, connection:
             if owner_user_id is not None and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner_user_id,)).fetchone() is None:
                 raise TagDirectoryError(f"Unknown user {owner_user_id!r}: add it first (`sourcebound tags add-user`).")
-            connection.execute(
-                "INSERT INTO tags (name, owner_user_id) VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET owner_user_id = excluded.owner_user_id",
-                (tag, owner_user_id),
-            )
+            connection.execute(_UPSERT_TAG, (tenant_id, tag, owner_user_id))
 
-    def remove_tag(self, tag: str) -> bool:
-        """Remove a tag from the directory. Returns whether it existed."""
+    def remove_tag(self, tenant_id: str, tag: str) -> bool:
+        """Remove a tenant's tag from the directory. Returns whether it existed."""
+        _require_tenant(tenant_id)
         with closing(self._connect()) as connection, connection:
-            return connection.execute("DELETE FROM tags WHERE name = ?", (tag,)).rowcount > 0
+            return connection.execute("DELETE FROM tags WHERE tenant_id = ? AND name = ?", (tenant_id, tag)).rowcount > 0
 
-    def lookup(self, tag: str) -> TagOwner | None:
+    def lookup(self, tenant_id: str, tag: str) -> TagOwner | None:
         """
-        The tag's owner. ``None`` when the tag is not in the directory; a :class:`TagOwner`
-        with ``owner_user_id=None`` when it has no owner; ``owner_email=None`` when the owner
-        id names no user.
+        The owner of ``tag`` in ``tenant_id`` (never another tenant's). ``None`` when the tenant
+        has no such tag; a :class:`TagOwner` with ``owner_user_id=None`` when it has no owner;
+        ``owner_email=None`` when the owner id names no user.
         """
+        _require_tenant(tenant_id)
         with closing(self._connect()) as connection:
             row = connection.execute(
-                "SELECT tags.name, tags.owner_user_id, users.email FROM tags "
-                "LEFT JOIN users ON users.id = tags.owner_user_id WHERE tags.name = ?",
-                (tag,),
+                f"{_SELECT_TAGS} WHERE tags.tenant_id = ? AND tags.name = ?", (tenant_id, tag)
             ).fetchone()
-        return TagOwner(tag=row[0], owner_user_id=row[1], owner_email=row[2]) if row else None
+        return _tag_owner(row) if row else None
 
-    def list_tags(self) -> list[TagOwner]:
-        """Every tag with its owner, sorted by name."""
+    def list_tags(self, tenant_id: str | None = None) -> list[TagOwner]:
+        """The tags of ``tenant_id`` (every tenant's when ``None``) with their owners, sorted by tenant and name."""
         with closing(self._connect()) as connection:
-            rows = connection.execute(
-                "SELECT tags.name, tags.owner_user_id, users.email FROM tags "
-                "LEFT JOIN users ON users.id = tags.owner_user_id ORDER BY tags.name"
-            ).fetchall()
-        return [TagOwner(tag=name, owner_user_id=owner, owner_email=email) for name, owner, email in rows]
+            if tenant_id is None:
+                rows = connection.execute(f"{_SELECT_TAGS} ORDER BY tags.tenant_id, tags.name").fetchall()
+            else:
+                rows = connection.execute(
+                    f"{_SELECT_TAGS} WHERE tags.tenant_id = ? ORDER BY tags.name", (tenant_id,)
+                ).fetchall()
+        return [_tag_owner(row) for row in rows]
 
     def list_users(self) -> list[tuple[str, str]]:
         """Every user as ``(id, email)``, sorted by id."""
@@ -174,15 +224,25 @@ class TagDirectory:
         return self.load(data)
 
     def load(self, data: dict[str, Any]) -> dict[str, int]:
-        """Load ``{"users": [{id, email}], "tags": {name: owner_id}}`` in one transaction."""
+        """
+        Load ``{"users": [{id, email}], "tags": [{tenant_id, name, owner_user_id?}]}`` in one transaction
+        (``owner`` is accepted for ``owner_user_id``).
+        """
         if not isinstance(data, dict):
             raise TagDirectoryError("Tag directory data must be a mapping with `users` and `tags`.")
         users = data.get("users") or []
-        tags = data.get("tags") or {}
-        if isinstance(tags, list):  # also accept [{name, owner}]
-            tags = {item.get("name"): item.get("owner", item.get("owner_user_id")) for item in tags if isinstance(item, dict)}
-        if not isinstance(users, list) or not isinstance(tags, dict):
-            raise TagDirectoryError("`users` must be a list of {id, email} and `tags` a mapping of tag -> owner id.")
+        entries = data.get("tags") or []
+        if not isinstance(users, list) or not isinstance(entries, list):
+            raise TagDirectoryError(
+                "`users` must be a list of {id, email} and `tags` a list of {tenant_id, name, owner_user_id}."
+            )
+        tags: list[tuple[str, str, Any]] = []
+        for item in entries:
+            if not isinstance(item, dict):
+                raise TagDirectoryError(f"Each tag must be a mapping {{tenant_id, name, owner_user_id}}, got {item!r}.")
+            if not item.get("tenant_id"):
+                raise TagDirectoryError(f"Tag {item.get('name')!r} needs a `tenant_id`, got {item!r}.")
+            tags.append((str(item["tenant_id"]), item.get("name"), item.get("owner_user_id", item.get("owner"))))
         with closing(self._connect()) as connection, connection:
             for user in users:
                 if not isinstance(user, dict) or not user.get("id") or "@" not in str(user.get("email", "")):
@@ -191,15 +251,11 @@ class TagDirectory:
                     "INSERT INTO users (id, email) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET email = excluded.email",
                     (str(user["id"]), str(user["email"])),
                 )
-            for name, owner in tags.items():
+            for tenant_id, name, owner in tags:
                 if not name:
-                    raise TagDirectoryError("A tag needs a name.")
+                    raise TagDirectoryError(f"A tag of tenant {tenant_id!r} needs a name.")
                 owner = None if owner is None else str(owner)
                 if owner is not None and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None:
-                    raise TagDirectoryError(f"Tag {name!r} names unknown owner {owner!r}; list it under `users`.")
-                connection.execute(
-                    "INSERT INTO tags (name, owner_user_id) VALUES (?, ?) "
-                    "ON CONFLICT(name) DO UPDATE SET owner_user_id = excluded.owner_user_id",
-                    (str(name), owner),
-                )
+                    raise TagDirectoryError(f"Tag {name!r} ({tenant_id}) names unknown owner {owner!r}; list it under `users`.")
+                connection.execute(_UPSERT_TAG, (tenant_id, str(name), owner))
         return {"users": len(users), "tags": len(tags)}

@@ -12,9 +12,10 @@ Action:
 
 Route target: the primary tag is the most common tag of the context chunks among
 the tags the requester holds (ties: alphabetical), looked up in the SQLite
-:class:`components.tag_directory.TagDirectory`. With an owner and their email it
+:class:`components.tag_directory.TagDirectory` under the requester's ``tenant_id``
+(tags are per tenant: another tenant's owner of a same-named tag is never used). With an owner and their email it
 routes there (``fallback: false``); otherwise (no context, no tag, no owner, owner
-unknown) to the configured admin email with ``fallback: true``. A fallback keeps
+unknown, or the tag has no owner in the requester's tenant) to the configured admin email with ``fallback: true``. A fallback keeps
 the primary tag when there is one and uses ``"system"`` when there is none.
 
 ``grounded`` is true only when the action is CITE and every answer sentence
@@ -54,7 +55,7 @@ class TagRouter:
     Usage:
     ```python
     router = TagRouter(directory_path="data/tags.sqlite", admin_email="admin@acme.example")
-    out = router.run(confidence={"overall": 45, ...}, documents=chunks, user_tags=["hr"],
+    out = router.run(confidence={"overall": 45, ...}, documents=chunks, tenant_id="acme", user_tags=["hr"],
                      citations=citations, all_sentences_cited=True)
     out["action"], out["route_to"], out["grounded"]
     ```
@@ -110,14 +111,16 @@ class TagRouter:
             "fallback": True,
         }
 
-    def route_target(self, documents: list[Document], user_tags: list[str], reason: str) -> dict[str, Any]:
-        """The RouteTarget dict for a routed answer."""
+    def route_target(self, documents: list[Document], tenant_id: str, user_tags: list[str], reason: str) -> dict[str, Any]:
+        """The RouteTarget dict for a routed answer; the owner is looked up in ``tenant_id`` only."""
         if not documents:
             return self._fallback(None, reason)
         tag = primary_tag(documents, user_tags)
         if tag is None:
             return self._fallback(None, f"{reason}; no tags in context")
-        owner = self._directory.lookup(tag)
+        if not tenant_id:
+            return self._fallback(tag, f"{reason}; no tenant for tag '{tag}'")
+        owner = self._directory.lookup(tenant_id, tag)
         if owner is None or owner.owner_user_id is None:
             return self._fallback(tag, f"{reason}; no owner for tag '{tag}'")
         if owner.owner_email is None:
@@ -146,6 +149,7 @@ class TagRouter:
         self,
         confidence: dict[str, Any],
         documents: list[Document],
+        tenant_id: str,
         user_tags: list[str],
         citations: list[dict[str, Any]],
         all_sentences_cited: bool,
@@ -153,6 +157,7 @@ class TagRouter:
         """
         :param confidence: The hybrid confidence (``overall`` is used).
         :param documents: The context chunks used.
+        :param tenant_id: The requester's tenant: the route target is that tenant's tag owner.
         :param user_tags: The requester's tags.
         :param citations: The valid citations of the answer.
         :param all_sentences_cited: Whether every answer sentence carries a valid citation.
@@ -161,16 +166,19 @@ class TagRouter:
         reason = self.decide(confidence, documents, citations)
         if reason is None:
             return {"action": "CITE", "route_to": None, "grounded": bool(all_sentences_cited)}
-        return {"action": "ROUTE", "route_to": self.route_target(documents, user_tags, reason), "grounded": False}
+        return {"action": "ROUTE", "route_to": self.route_target(documents, tenant_id, user_tags, reason), "grounded": False}
 
     @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool)
     async def run_async(
         self,
         confidence: dict[str, Any],
         documents: list[Document],
+        tenant_id: str,
         user_tags: list[str],
         citations: list[dict[str, Any]],
         all_sentences_cited: bool,
     ) -> dict[str, Any]:
         """Like :meth:`run`; the SQLite lookup runs in a worker thread."""
-        return await asyncio.to_thread(self.run, confidence, documents, user_tags, citations, all_sentences_cited)
+        return await asyncio.to_thread(
+            self.run, confidence, documents, tenant_id, user_tags, citations, all_sentences_cited
+        )

@@ -389,12 +389,14 @@ def load_corpus(path: str | os.PathLike) -> tuple[list[CorpusDocument], dict[str
 
 
 def load_directory(path: str | os.PathLike = SAMPLE_DIRECTORY) -> dict[str, list[dict[str, Any]]]:
-    """Read a tag-owner directory YAML (``users: [{id, email}]``, ``tags: [{name, owner_user_id?}]``)."""
+    """Read a tag-owner directory YAML (``users: [{id, email}]``, ``tags: [{tenant_id, name, owner_user_id?}]``)."""
     data = _read_yaml(Path(path))
     if not isinstance(data, Mapping) or not isinstance(data.get("users"), list) or not isinstance(data.get("tags"), list):
         raise DatasetError(f"{path}: a directory needs `users:` and `tags:` lists.")
     user_ids = {user["id"] for user in data["users"]}
     for tag in data["tags"]:
+        if not tag.get("tenant_id"):
+            raise DatasetError(f"{path}: tag {tag.get('name')!r} needs a `tenant_id` (tags are per tenant).")
         owner = tag.get("owner_user_id")
         if owner is not None and owner not in user_ids:
             raise DatasetError(f"{path}: tag {tag.get('name')!r} names unknown owner {owner!r}.")

@@ -4,14 +4,17 @@ route low-confidence answers): ``sourcebound tags ...``.
 
 ```bash
 sourcebound tags add-user u-maria maria.lopez@acme.example
-sourcebound tags set-owner hr u-maria          # --none clears the owner (routes to the admin)
-sourcebound tags lookup hr
-sourcebound tags list [--json]
+sourcebound tags set-owner --tenant acme hr u-maria   # --none clears the owner (routes to the admin)
+sourcebound tags lookup --tenant acme hr
+sourcebound tags list [--tenant acme] [--json]         # every tenant's tags without --tenant
 sourcebound tags users [--json]
 sourcebound tags load evaluation/sample_corpus/directory.yml
-sourcebound tags remove hr
+sourcebound tags remove --tenant acme hr
 sourcebound tags remove-user u-maria
 ```
+
+Tags are per tenant (the same tag name can have a different owner in each tenant), so
+``set-owner``, ``remove`` and ``lookup`` need ``--tenant``; users are global.
 
 The directory is ``DATA_DIR/tags.sqlite`` (``--data-dir``, default ``SOURCEBOUND_DATA_DIR`` or
 ``./data``), the path the pipelines' YAML gives the router; ``--directory`` names another file.
@@ -44,8 +47,8 @@ def directory_path(args: argparse.Namespace) -> Path:
 
 def _owner_text(owner) -> str:
     if owner.owner_user_id is None:
-        return f"{owner.tag}: no owner (routes to the admin)"
-    return f"{owner.tag}: {owner.owner_user_id} <{owner.owner_email or 'unknown user'}>"
+        return f"{owner.tenant_id}/{owner.tag}: no owner (routes to the admin)"
+    return f"{owner.tenant_id}/{owner.tag}: {owner.owner_user_id} <{owner.owner_email or 'unknown user'}>"
 
 
 def _execute(args: argparse.Namespace, directory: TagDirectory) -> tuple[object, str]:
@@ -59,19 +62,23 @@ def _execute(args: argparse.Namespace, directory: TagDirectory) -> tuple[object,
     if command == "set-owner":
         if (args.user_id is None) == (not args.none):
             raise TagDirectoryError("give an owner USER_ID or --none, not both or neither")
-        directory.set_tag_owner(args.tag, None if args.none else args.user_id)
-        owner = directory.lookup(args.tag)
+        directory.set_tag_owner(args.tenant, args.tag, None if args.none else args.user_id)
+        owner = directory.lookup(args.tenant, args.tag)
         return asdict(owner), _owner_text(owner)
     if command == "remove":
-        removed = directory.remove_tag(args.tag)
-        return {"tag": args.tag, "removed": removed}, f"tag {args.tag} {'removed' if removed else 'not found'}"
+        removed = directory.remove_tag(args.tenant, args.tag)
+        return {"tenant_id": args.tenant, "tag": args.tag, "removed": removed}, (
+            f"tag {args.tenant}/{args.tag} {'removed' if removed else 'not found'}"
+        )
     if command == "lookup":
-        owner = directory.lookup(args.tag)
+        owner = directory.lookup(args.tenant, args.tag)
         if owner is None:
-            return {"tag": args.tag, "found": False}, f"{args.tag}: not in the directory (routes to the admin)"
+            return {"tenant_id": args.tenant, "tag": args.tag, "found": False}, (
+                f"{args.tenant}/{args.tag}: not in the directory (routes to the admin)"
+            )
         return asdict(owner), _owner_text(owner)
     if command == "list":
-        owners = directory.list_tags()
+        owners = directory.list_tags(args.tenant)
         return [asdict(owner) for owner in owners], "\n".join(_owner_text(owner) for owner in owners) or "(no tags)"
     if command == "users":
         users = directory.list_users()
@@ -109,6 +116,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     common.add_argument("--data-dir", help="data folder holding tags.sqlite (default: SOURCEBOUND_DATA_DIR or ./data)")
     common.add_argument("--directory", help="the SQLite tag directory file itself (overrides --data-dir)")
     common.add_argument("--json", action="store_true", help="print the result as JSON")
+    tenant = argparse.ArgumentParser(add_help=False)
+    tenant.add_argument("--tenant", required=True, help="the tenant the tag belongs to (tags are per tenant)")
 
     parser = subparsers.add_parser("tags", help="manage tag owners (who low-confidence answers are routed to)")
     commands = parser.add_subparsers(dest="tags_command", required=True, metavar="TAGS_COMMAND")
@@ -118,18 +127,23 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_user.add_argument("email")
     remove_user = commands.add_parser("remove-user", parents=[common], help="remove a user (their tags keep no owner)")
     remove_user.add_argument("user_id")
-    set_owner = commands.add_parser("set-owner", parents=[common], help="create a tag or change its owner")
+    set_owner = commands.add_parser("set-owner", parents=[common, tenant], help="create a tag or change its owner")
     set_owner.add_argument("tag")
     set_owner.add_argument("user_id", nargs="?", help="the owner's user id (added with add-user)")
     set_owner.add_argument("--none", action="store_true", help="clear the owner: the tag routes to the admin")
-    remove = commands.add_parser("remove", parents=[common], help="remove a tag from the directory")
+    remove = commands.add_parser("remove", parents=[common, tenant], help="remove a tag from the directory")
     remove.add_argument("tag")
-    lookup = commands.add_parser("lookup", parents=[common], help="show who a tag routes to")
+    lookup = commands.add_parser("lookup", parents=[common, tenant], help="show who a tag routes to")
     lookup.add_argument("tag")
-    commands.add_parser("list", parents=[common], help="list tags and owners")
+    list_tags = commands.add_parser("list", parents=[common], help="list tags and owners")
+    list_tags.add_argument("--tenant", help="only this tenant's tags (default: every tenant's)")
     commands.add_parser("users", parents=[common], help="list users")
     load = commands.add_parser("load", parents=[common], help="load users and tag owners from a YAML file")
-    load.add_argument("file", help="YAML with `users: [{id, email}]` and `tags` (see components/tag_directory.py)")
+    load.add_argument(
+        "file",
+        help="YAML with `users: [{id, email}]` and `tags: [{tenant_id, name, owner_user_id}]` "
+        "(see components/tag_directory.py)",
+    )
     parser.set_defaults(func=_run)
     return parser
 

@@ -33,7 +33,7 @@ def data_dir(tmp_path_factory):
     write_store(data_dir / "qdrant", chunks)
     directory = TagDirectory(data_dir / "tags.sqlite")
     directory.add_user("u-acme-maria", "maria.lopez@acme.example")
-    directory.set_tag_owner("hr", "u-acme-maria")
+    directory.set_tag_owner("acme", "hr", "u-acme-maria")
     return data_dir
 
 

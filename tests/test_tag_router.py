@@ -20,15 +20,18 @@ def directory_path(tmp_path):
     path = tmp_path / "tags.sqlite"
     directory = TagDirectory(path)
     directory.add_user("u-maria", "maria@acme.example")
-    directory.set_tag_owner("hr", "u-maria")
-    directory.set_tag_owner("it", None)
+    directory.add_user("u-marcus", "marcus@globex.example")
+    directory.set_tag_owner("acme", "hr", "u-maria")
+    directory.set_tag_owner("acme", "it", None)
+    directory.set_tag_owner("globex", "hr", "u-marcus")
+    directory.set_tag_owner("globex", "finance", None)
     return str(path)
 
 
-def _run(router: TagRouter, overall: int, documents, user_tags, citations=CITATION, all_cited=True):
+def _run(router: TagRouter, overall: int, documents, user_tags, citations=CITATION, all_cited=True, tenant_id="acme"):
     return router.run(
-        confidence={"overall": overall}, documents=documents, user_tags=user_tags, citations=citations,
-        all_sentences_cited=all_cited,
+        confidence={"overall": overall}, documents=documents, tenant_id=tenant_id, user_tags=user_tags,
+        citations=citations, all_sentences_cited=all_cited,
     )
 
 
@@ -94,7 +97,36 @@ class TestTagRouter:
     def test_run_async(self, directory_path):
         out = asyncio.run(
             TagRouter(directory_path=directory_path).run_async(
-                confidence={"overall": 10}, documents=_docs(["hr"]), user_tags=["hr"], citations=[], all_sentences_cited=False
+                confidence={"overall": 10}, documents=_docs(["hr"]), tenant_id="acme", user_tags=["hr"], citations=[],
+                all_sentences_cited=False,
             )
         )
         assert out["route_to"]["owner_user_id"] == "u-maria"
+        out = asyncio.run(
+            TagRouter(directory_path=directory_path).run_async(
+                confidence={"overall": 10}, documents=_docs(["hr"]), tenant_id="globex", user_tags=["hr"], citations=[],
+                all_sentences_cited=False,
+            )
+        )
+        assert out["route_to"]["owner_user_id"] == "u-marcus"
+
+    def test_tenant_id_is_a_required_input(self, directory_path):
+        sockets = TagRouter(directory_path=directory_path).__haystack_input__._sockets_dict
+        assert sockets["tenant_id"].is_mandatory
+
+    def test_same_tag_in_two_tenants_routes_to_each_tenants_own_owner(self, directory_path):
+        router = TagRouter(directory_path=directory_path, admin_email="admin@x.example")
+        acme = _run(router, 20, _docs(["hr"]), ["hr"], tenant_id="acme")["route_to"]
+        globex = _run(router, 20, _docs(["hr"]), ["hr"], tenant_id="globex")["route_to"]
+        assert (acme["owner_user_id"], acme["owner_email"], acme["fallback"]) == ("u-maria", "maria@acme.example", False)
+        assert (globex["owner_user_id"], globex["owner_email"], globex["fallback"]) == ("u-marcus", "marcus@globex.example", False)
+
+    def test_tag_owned_only_in_another_tenant_falls_back_to_admin(self, directory_path):
+        router = TagRouter(directory_path=directory_path, admin_email="admin@x.example")
+        for tenant_id in ("initech", ""):  # no hr tag in this tenant / no tenant at all
+            route = _run(router, 20, _docs(["hr"]), ["hr"], tenant_id=tenant_id)["route_to"]
+            assert route["fallback"] is True and route["owner_email"] == "admin@x.example"
+            assert route["owner_user_id"] is None and route["tag"] == "hr"
+        # acme's "it" has no owner; globex has no "it" at all: both go to the admin, never across tenants.
+        assert _run(router, 20, _docs(["it"]), ["it"], tenant_id="globex")["route_to"]["fallback"] is True
+        assert _run(router, 20, _docs(["finance"]), ["finance"], tenant_id="globex")["route_to"]["owner_email"] == "admin@x.example"
