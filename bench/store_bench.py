@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from components.access_rule import AccessRule
 from components.qdrant_edge import (
     Bm25DocumentEmbedder,
     Bm25TextEmbedder,
@@ -157,35 +158,8 @@ def generate_queries(count: int, seed: int = SEED + 1) -> list[dict[str, Any]]:
 
 
 def access_filter(tenant: str, tags: list[str], user: str, project: str) -> dict[str, Any]:
-    """The access rule of CONTRACT.md as components.access_rule builds it, tainted chunks excluded (its default)."""
-    return {
-        "operator": "AND",
-        "conditions": [
-            {"field": "meta.tenant_id", "operator": "==", "value": tenant},
-            {"field": "meta.tags", "operator": "in", "value": tags},
-            {
-                "operator": "OR",
-                "conditions": [
-                    {"field": "meta.scope", "operator": "==", "value": "tenant"},
-                    {
-                        "operator": "AND",
-                        "conditions": [
-                            {"field": "meta.scope", "operator": "==", "value": "user"},
-                            {"field": "meta.user_id", "operator": "==", "value": user},
-                        ],
-                    },
-                    {
-                        "operator": "AND",
-                        "conditions": [
-                            {"field": "meta.scope", "operator": "==", "value": "project"},
-                            {"field": "meta.project_id", "operator": "==", "value": project},
-                        ],
-                    },
-                ],
-            },
-            {"field": "meta.tainted", "operator": "!=", "value": True},
-        ],
-    }
+    """The filter the query pipeline sends: the access rule as ``components.access_rule`` builds it (tainted excluded)."""
+    return AccessRule(tenant_id=tenant, user_tags=tuple(tags), user_id=user, project_id=project).to_filters()
 
 
 def percentile(ordered: list[float], fraction: float) -> float:
