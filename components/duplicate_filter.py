@@ -12,7 +12,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.text_analysis import jaccard, shingles
+from components.text_analysis import jaccard, jaccard_bound, shingles
 
 
 @component
@@ -63,7 +63,11 @@ class DuplicateChunkFilter:
         kept_shingles: list[frozenset] = []
         for document in documents:
             current = shingles(document.content or "", self.shingle_size)
-            if any(jaccard(current, previous) > self.threshold for previous in kept_shingles):
+            # The size bound skips the set intersection for most pairs of chunks of unequal length.
+            if any(
+                jaccard_bound(current, previous) > self.threshold and jaccard(current, previous) > self.threshold
+                for previous in kept_shingles
+            ):
                 continue
             kept.append(document)
             kept_shingles.append(current)

@@ -90,14 +90,20 @@ class SearchResultsBuilder:
 
     def context(self, documents: list[Document], max_tokens: int) -> tuple[str, int]:
         """The rank-order prefix of chunks that fits ``max_tokens``, and its token count."""
-        parts: list[str] = []
-        for document in documents:
-            candidate = self.chunk_separator.join([*parts, format_chunk(document, self.chunk_template)])
-            if count_tokens(candidate, self.encoding) > max_tokens:
+        chunks = [format_chunk(document, self.chunk_template) for document in documents]
+        # Usually every chunk fits: one count. Otherwise the longest fitting prefix, found chunk by chunk.
+        text = self.chunk_separator.join(chunks)
+        tokens = count_tokens(text, self.encoding)
+        if tokens <= max_tokens:
+            return text, tokens
+        text, tokens = "", 0
+        for end in range(1, len(chunks)):
+            candidate = self.chunk_separator.join(chunks[:end])
+            candidate_tokens = count_tokens(candidate, self.encoding)
+            if candidate_tokens > max_tokens:
                 break
-            parts.append(format_chunk(document, self.chunk_template))
-        text = self.chunk_separator.join(parts)
-        return text, count_tokens(text, self.encoding)
+            text, tokens = candidate, candidate_tokens
+        return text, tokens
 
     @component.output_types(response=dict[str, Any])
     def run(self, documents: list[Document], search_mode: str, max_tokens: int = 2000, latency_ms: float = 0.0) -> dict[str, Any]:

@@ -209,8 +209,14 @@ def jaccard(first: frozenset, second: frozenset) -> float:
     """Jaccard similarity of two sets; two empty sets are identical (1.0)."""
     if not first and not second:
         return 1.0
-    union = len(first | second)
-    return len(first & second) / union if union else 0.0
+    shared = len(first & second)  # |A ∪ B| = |A| + |B| - |A ∩ B|: no union set is built
+    return shared / (len(first) + len(second) - shared)
+
+
+def jaccard_bound(first: frozenset, second: frozenset) -> float:
+    """An upper bound of ``jaccard(first, second)`` from the sizes alone (the smaller set inside the larger)."""
+    larger = max(len(first), len(second))
+    return min(len(first), len(second)) / larger if larger else 1.0
 
 
 _BLOCK_START_RE = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|\|)")

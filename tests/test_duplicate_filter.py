@@ -2,8 +2,11 @@
 
 import pytest
 from haystack import Document
+from hypothesis import given
+from hypothesis import strategies as st
 
 from components.duplicate_filter import DuplicateChunkFilter
+from components.text_analysis import jaccard, jaccard_bound
 
 BASE = (
     "Full-time employees receive 27 days of paid annual leave per calendar year, plus the Dutch public holidays. "
@@ -40,3 +43,15 @@ class TestDuplicateChunkFilter:
     def test_lower_ranked_duplicate_is_the_one_dropped(self):
         out = DuplicateChunkFilter().run(documents=[Document(id="first", content=BASE), Document(id="second", content=BASE)])
         assert [doc.id for doc in out["documents"]] == ["first"]
+
+
+@pytest.mark.unit
+class TestJaccard:
+    @given(
+        st.frozensets(st.integers(0, 30), max_size=25),
+        st.frozensets(st.integers(0, 30), max_size=25),
+    )
+    def test_jaccard_matches_the_definition_and_the_bound_holds(self, first, second):
+        expected = len(first & second) / len(first | second) if first or second else 1.0
+        assert jaccard(first, second) == pytest.approx(expected)
+        assert jaccard_bound(first, second) >= jaccard(first, second)
