@@ -1,6 +1,7 @@
 """Tests for components.pipeline_copy: the fast path copies exactly like Haystack's deep copy, and pipelines still isolate inputs."""
 
 from copy import deepcopy
+from datetime import datetime, timezone
 
 import pytest
 from haystack import Document, Pipeline, component
@@ -78,6 +79,28 @@ class TestFastInputCopy:
         document = Document(content="x", meta={"same": shared}, embedding=shared)
         copied = fast_deepcopy_with_exceptions(document)
         assert copied.meta["same"] is copied.embedding
+
+    def test_run_copies_every_kind_of_meta_like_deepcopy(self, installed):
+        deep: dict = {"leaf": [1]}
+        for _ in range(20):  # deeper than the direct walk goes: copy.deepcopy takes over
+            deep = {"next": deep}
+        cyclic: dict = {"name": "loop"}
+        cyclic["self"] = cyclic
+        tags = ["hr", "it"]
+        metas = [
+            {"tags": tags, "also_tags": tags, "page": 3, "ratio": 0.5, "flags": [True, None], "nested": [{"a": [1, {"b": "c"}]}]},
+            {"when": datetime(2026, 1, 2, tzinfo=timezone.utc), "pair": ("a", "b"), "tags": ["x"]},
+            {"deep": deep},
+        ]
+        for meta in metas:
+            document = Document(content="text", meta=meta, embedding=[0.25, 0.5])
+            copied = fast_deepcopy_with_exceptions(document)
+            assert copied == deepcopy(document) and copied.meta is not meta
+        copied = fast_deepcopy_with_exceptions(Document(content="t", meta=metas[0]))
+        assert copied.meta["tags"] is copied.meta["also_tags"] and copied.meta["tags"] is not tags  # aliasing kept
+        assert copied.meta["nested"][0]["a"][1] is not metas[0]["nested"][0]["a"][1]
+        looped = fast_deepcopy_with_exceptions(Document(id="loop", content="t", meta={"cycle": cyclic})).meta["cycle"]
+        assert looped["self"] is looped and looped is not cyclic and looped["name"] == "loop"
 
     def test_run_passes_components_through(self, installed):
         reader = _Reader()
