@@ -244,6 +244,19 @@ class TestSearchPipeline:
         assert metadata["vector_results"] >= 1 and metadata["keyword_results"] >= 1  # the top hit is found by both
         assert metadata["latency_ms"] > 0
 
+    @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+    def test_search_runs_only_the_retrievals_its_mode_needs(self, service, mode):
+        data = service._search_data({"query": "parental leave weeks", **ACME_HR, "search_mode": mode, "k": 4})
+        retrievers = {"vector_retriever", "keyword_retriever", "hybrid_retriever"}
+        result = service.search_pipeline.run(data, include_outputs_from=retrievers)
+        ran = {name for name in retrievers if name in result}
+        assert ran == ({"vector_retriever", "keyword_retriever", "hybrid_retriever"} if mode == "hybrid"
+                       else {"vector_retriever", "keyword_retriever"})  # fmt: skip
+        serving = {"vector": "vector_retriever", "keyword": "keyword_retriever", "hybrid": "hybrid_retriever"}[mode]
+        for name in ran:
+            documents = result[name]["documents"]
+            assert documents and all((doc.embedding is not None) is (name == serving) for doc in documents)
+
     def test_search_context_within_max_tokens(self, service):
         response = service.search({"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"], "k": 10, "max_tokens": 300})
         assert 0 < response["tokens_used"] <= 300

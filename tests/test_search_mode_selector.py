@@ -64,3 +64,15 @@ class TestSearchModeSelector:
         with pytest.raises(ContextError, match="return_embedding"):
             SearchModeSelector().run(**lists, query_embedding=QUERY, search_mode="vector")
         assert SearchModeSelector().run(**{**lists, "keyword_documents": []}, query_embedding=QUERY, search_mode="keyword")["documents"] == []
+        without_fusion = {key: value for key, value in _lists().items() if key != "hybrid_documents"}
+        with pytest.raises(ContextError, match="no hybrid retriever results"):
+            SearchModeSelector().run(**without_fusion, query_embedding=QUERY, search_mode="hybrid")
+
+    def test_run_side_lists_need_no_embeddings(self):
+        lists = _lists()
+        bare = {key: [Document(id=doc.id, content=doc.content, score=doc.score) for doc in lists[key]]
+                for key in ("vector_documents", "keyword_documents")}  # fmt: skip
+        out = SearchModeSelector().run(**{**lists, **bare}, query_embedding=QUERY, search_mode="hybrid")
+        assert [(doc.id, doc.meta["retrieved_by"]) for doc in out["documents"]] == [
+            ("a", ["vector", "keyword"]), ("b", ["vector"]), ("c", ["keyword"])
+        ]  # fmt: skip

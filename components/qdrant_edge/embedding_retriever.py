@@ -52,7 +52,11 @@ class QdrantEdgeEmbeddingRetriever(QdrantEdgeRetrieverBase):
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve documents by dense similarity.
@@ -60,6 +64,7 @@ class QdrantEdgeEmbeddingRetriever(QdrantEdgeRetrieverBase):
         :param query_embedding: The query vector (the store's ``embedding_dim``).
         :param filters: Haystack filters for this run (see ``filter_policy``).
         :param top_k: Overrides the init ``top_k``.
+        :param return_embedding: Overrides the init ``return_embedding`` for this run.
         :returns: ``{"documents": [...]}`` by descending similarity, each with ``score``.
         :raises EmbeddingDimensionError: If the query vector has the wrong size.
         :raises FilterError: If the filters are malformed.
@@ -67,13 +72,17 @@ class QdrantEdgeEmbeddingRetriever(QdrantEdgeRetrieverBase):
         documents = self.document_store.embedding_retrieval(
             query_embedding=query_embedding,
             score_threshold=self.score_threshold,
-            **self._search_arguments(filters, top_k),
+            **self._search_arguments(filters, top_k, return_embedding),
         )
         return {"documents": documents}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query_embedding: list[float], filters: dict[str, Any] | None = None, top_k: int | None = None
+        self,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """Like ``run``, off the event loop (a query may wait for a write to finish)."""
-        return await asyncio.to_thread(self.run, query_embedding, filters, top_k)
+        return await asyncio.to_thread(self.run, query_embedding, filters, top_k, return_embedding)

@@ -69,6 +69,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve documents by RRF over dense and BM25 rankings.
@@ -77,6 +78,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
         :param query_embedding: The query vector (dense stage; the store's ``embedding_dim``).
         :param filters: Haystack filters for this run (see ``filter_policy``), applied to both stages.
         :param top_k: Overrides the init ``top_k``.
+        :param return_embedding: Overrides the init ``return_embedding`` for this run.
         :returns: ``{"documents": [...]}`` by descending RRF score, each with ``score``.
         :raises EmbeddingDimensionError: If the query vector has the wrong size.
         :raises FilterError: If the filters are malformed.
@@ -86,7 +88,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
             query_embedding=query_embedding,
             prefetch_limit=self.prefetch_limit,
             rrf_k=self.rrf_k,
-            **self._search_arguments(filters, top_k),
+            **self._search_arguments(filters, top_k, return_embedding),
         )
         return {"documents": documents}
 
@@ -97,6 +99,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """Like ``run``, off the event loop (a query may wait for a write to finish)."""
-        return await asyncio.to_thread(self.run, query, query_embedding, filters, top_k)
+        return await asyncio.to_thread(self.run, query, query_embedding, filters, top_k, return_embedding)

@@ -108,10 +108,12 @@ class QdrantEdgeRetrieverBase:
         """Deserialise the component from a dict."""
         return retriever_from_dict(cls, data)
 
-    def _search_arguments(self, filters: dict[str, Any] | None, top_k: int | None) -> dict[str, Any]:
+    def _search_arguments(
+        self, filters: dict[str, Any] | None, top_k: int | None, return_embedding: bool | None = None
+    ) -> dict[str, Any]:
         """The store-search arguments of one run: resolved filters, ``top_k`` and ``return_embedding``."""
         return {
             "filters": resolve_filters(self.filter_policy, self.filters, filters),
             "top_k": top_k or self.top_k,
-            "return_embedding": self.return_embedding,
+            "return_embedding": self.return_embedding if return_embedding is None else return_embedding,
         }
