@@ -226,15 +226,19 @@ class BareParts:
     """
 
     def __init__(self, torch_threads: int, store_path: str):
+        from haystack.core.serialization import component_from_dict
         from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
         from components.access_filter import AccessFilterBuilder
+        from components.pipeline_loader import load_pipeline_dict
         from components.qdrant_edge import QdrantEdgeDocumentStore
-        from components.runtime import embedding_model_path, set_torch_threads
+        from components.runtime import set_torch_threads
 
         self.torch_threads = set_torch_threads(torch_threads)
-        # The search pipeline's embedder settings (pipelines/search.yml).
-        self.embedder = SentenceTransformersTextEmbedder(model=embedding_model_path(), local_files_only=True, progress_bar=False)
+        # The search pipeline's own embedder (pipelines/search.yml: model, dtype, ...), built from its YAML.
+        self.embedder = component_from_dict(
+            SentenceTransformersTextEmbedder, load_pipeline_dict("search")["components"]["embedder"], "embedder"
+        )
         self.embedder.warm_up()
         self.filter_builder = AccessFilterBuilder()  # the filter the pipelines build (default options)
         self.store = QdrantEdgeDocumentStore(path=store_path, embedding_dim=384)

@@ -123,6 +123,34 @@ def resolve_model_reference(model: str) -> str:
     return model
 
 
+# CPU features that give torch native bfloat16 matrix products (AVX-512 BF16, AMX).
+BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+def query_embedding_dtype(cpuinfo: str | None = None) -> str:
+    """
+    The weight dtype for query embedding: ``"bfloat16"`` where the CPU multiplies bfloat16 natively, else ``"float32"``.
+
+    One short query reads every weight of the model once, so the forward pass is bound by weight
+    traffic: with bfloat16 weights it takes ~30 % less time (bench: 9.5 vs 13-15 ms on the 2-core
+    AVX-512 BF16 machine) and the query vector keeps a cosine similarity >= 0.9999 to the float32
+    one (documents stay float32). Without native support bfloat16 would be emulated, and slower.
+
+    :param cpuinfo: The text of ``/proc/cpuinfo`` (read when ``None``; an unreadable file means no support).
+    :returns: A dtype name transformers accepts.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return "bfloat16" if flags & BF16_CPU_FLAGS else "float32"
+
+
 def set_torch_threads(threads: int | None = None) -> int:
     """
     Set torch's intra-op thread count deliberately.

@@ -31,6 +31,26 @@ class TestConfigureOffline:
         assert os.path.isdir(path)
         assert runtime.resolve_model_reference("/some/local/model") == "/some/local/model"
 
+    def test_query_embedding_dtype_follows_the_cpu_flags(self):
+        bf16 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n"
+        amx = "flags\t\t: fpu avx512f amx_tile amx_bf16\n"
+        plain = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_vnni\nbugs\t\t: avx512_bf16\n"
+        assert runtime.query_embedding_dtype(bf16) == "bfloat16"
+        assert runtime.query_embedding_dtype(amx) == "bfloat16"
+        assert runtime.query_embedding_dtype(plain) == "float32"  # only the flags line counts
+        assert runtime.query_embedding_dtype("") == "float32"
+
+    def test_pipelines_embed_queries_in_the_detected_dtype_unless_configured(self):
+        from components.pipeline_loader import load_pipeline_dict
+
+        for name in ("search", "query", "query_ollama"):
+            detected = load_pipeline_dict(name, env={})["components"]["embedder"]["init_parameters"]["model_kwargs"]
+            assert detected == {"dtype": runtime.query_embedding_dtype()}
+            chosen = load_pipeline_dict(name, env={"SOURCEBOUND_QUERY_EMBEDDING_DTYPE": "float32"})
+            assert chosen["components"]["embedder"]["init_parameters"]["model_kwargs"] == {"dtype": "float32"}
+        indexing = load_pipeline_dict("indexing", env={})["components"]["embedder"]["init_parameters"]
+        assert "model_kwargs" not in indexing  # documents are embedded in float32
+
 
 @pytest.mark.integration
 class TestOfflineLoading:
