@@ -45,6 +45,9 @@ def serve(args: argparse.Namespace) -> int:
             hayhooks_settings.intercepted_loggers.append(name)
 
     from hayhooks_app.app import create_application
+    from hayhooks_app.log_redaction import install_log_redaction
+
+    install_log_redaction()  # Hayhooks would log each request body (query text) at INFO
 
     app = create_application(settings)
     print(

@@ -67,6 +67,17 @@ class TestHealth:
 
 
 class TestSearch:
+    def test_server_log_names_the_request_but_not_its_body(self, server, http):
+        marker = "zanzibar quokka telemetry"  # a query no other test sends
+        search(http, marker, k=2)
+        post(http, "/rag/run", {"query": f"{marker} rag", **ACME})
+        deadline = time.monotonic() + 5
+        while "Running pipeline 'rag'" not in server.log_path.read_text(encoding="utf-8", errors="replace"):
+            assert time.monotonic() < deadline, "the server did not log the pipeline runs"
+            time.sleep(0.1)
+        log = server.log_path.read_text(encoding="utf-8", errors="replace")
+        assert "Running pipeline 'search'" in log and marker not in log and "params=" not in log
+
     def test_hybrid_search_returns_only_visible_chunks(self, http):
         result = search(http, "vacation days annual leave", k=5)
         assert result["search_mode"] == "hybrid" and 0 < len(result["results"]) <= 5
