@@ -19,7 +19,8 @@ that imported it) which returns exactly what it would, faster:
   immutable elements: what the element-wise deep copy builds);
 * a ``haystack.Document`` (exactly that class) is rebuilt the way ``copy.deepcopy`` rebuilds it
   (``Document.__new__`` and its ``__dict__`` from deep copies of the attributes, with one shared
-  memo so aliasing is kept), the embedding by the list rule above;
+  memo so aliasing and cycles are kept): lists and dicts of such values (the embedding, the meta
+  dict and its tag lists) are walked directly, anything else goes to ``copy.deepcopy``;
 * everything else goes to Haystack's own function unchanged (Components, Tools and Toolsets
   still pass through uncopied; containers recurse through this front).
 
@@ -55,13 +56,21 @@ _original: Any = None
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)``, with lists and dicts walked here (the memo keeps aliasing and cycles)."""
     kind = type(value)
     if kind in _ATOMIC:
         return value
-    if kind is list and all(type(item) in _ATOMIC for item in value):
-        copied = memo.get(id(value))
-        if copied is None:
-            copied = memo[id(value)] = value.copy()
+    copied = memo.get(id(value))
+    if copied is not None:
+        return copied
+    # Element types are collected in C (map, set): an embedding's 384 floats cost a few µs.
+    if kind is list and _ATOMIC.issuperset(map(type, value)):
+        copied = memo[id(value)] = value.copy()
+        return copied
+    if kind is dict and _ATOMIC.issuperset(map(type, value)):  # a meta dict: str keys, mostly scalar values
+        copied = memo[id(value)] = {}
+        for key, item in value.items():
+            copied[key] = item if type(item) in _ATOMIC else _copy_value(item, memo)
         return copied
     return deepcopy(value, memo)
 
@@ -83,7 +92,7 @@ def fast_deepcopy_with_exceptions(obj: Any) -> Any:
     kind = type(obj)
     if kind in _ATOMIC:
         return obj
-    if kind is list and all(type(item) in _ATOMIC for item in obj):
+    if kind is list and _ATOMIC.issuperset(map(type, obj)):
         return obj.copy()
     if kind is Document and hasattr(obj, "__dict__"):
         return _copy_document(obj)

@@ -143,7 +143,7 @@ def normalize_word(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (no normalisation), in order."""
-    return [token.lower() for token in _WORD_RE.findall(text or "")]
+    return list(map(str.lower, _WORD_RE.findall(text or "")))
 
 
 def is_content_word(word: str) -> bool:
@@ -202,7 +202,8 @@ def shingles(text: str, size: int = 3) -> frozenset[tuple[str, ...]]:
     tokens = words(text)
     if len(tokens) <= size:
         return frozenset([tuple(tokens)]) if tokens else frozenset()
-    return frozenset(tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
+    # zip over shifted views builds the tuples in C (the dedup step runs this for every candidate chunk).
+    return frozenset(zip(*(tokens[offset:] for offset in range(size))))
 
 
 def jaccard(first: frozenset, second: frozenset) -> float:
