@@ -1,25 +1,19 @@
 """
-``SearchModeRouter``: sends a search to only the retrievals its ``search_mode`` needs
+``SearchModeRouter``: sends a search to the one retriever its ``search_mode`` names
 (``pipelines/search.yml``).
 
-The search response counts, per side, the results that side's own list holds
-(``metadata.vector_results`` / ``keyword_results``), so the dense and the BM25
-retrievers run in every mode; the hybrid retriever runs only in ``hybrid`` mode.
-Only the list the mode serves needs the documents' embeddings (for the similarity
-score), so the router tells each retriever whether to return them: a side list
-that is only counted comes back without 384 floats per document to convert and
-copy between components.
+``vector`` runs the dense retriever, ``keyword`` the BM25 retriever, ``hybrid`` the
+hybrid retriever; the router sends the query only to that one, and Haystack skips a
+component whose mandatory inputs never arrive, so a search costs one engine query.
+The hybrid retriever reports which of its stages found each document
+(``report_sources``), which is what the response's per-side counts need.
 
-========  ======================  ========================  ==================
-mode      dense retriever         BM25 retriever            hybrid retriever
-========  ======================  ========================  ==================
-vector    runs, with embeddings   runs, ids for the count   does not run
-keyword   runs, ids for the count runs, with embeddings     does not run
-hybrid    runs, ids for the count runs, ids for the count   runs, with embeddings
-========  ======================  ========================  ==================
-
-A retriever whose mandatory inputs the router does not send never runs (Haystack
-skips it), so an unused query costs nothing.
+Usage:
+```python
+router = SearchModeRouter()
+out = router.run(query="vpn setup", query_embedding=embedding, search_mode="keyword")
+out  # {"keyword_query": "vpn setup", "search_mode": "keyword"}
+```
 """
 
 from typing import Any
@@ -34,13 +28,7 @@ SEARCH_MODES = tuple(mode.value for mode in SearchMode)
 @component
 class SearchModeRouter:
     """
-    Usage:
-    ```python
-    router = SearchModeRouter()
-    out = router.run(query="vpn setup", query_embedding=embedding, search_mode="keyword")
-    out["keyword_query"], out["keyword_return_embedding"]  # "vpn setup", True
-    "hybrid_query" in out  # False: the hybrid retriever does not run
-    ```
+    Routes the query to the retriever of the search mode (see the module doc).
     """
 
     def __init__(self, default_mode: str = SearchMode.HYBRID.value) -> None:
@@ -60,33 +48,23 @@ class SearchModeRouter:
         return default_from_dict(cls, data)
 
     @component.output_types(
-        vector_embedding=list[float],
-        vector_return_embedding=bool,
-        keyword_query=str,
-        keyword_return_embedding=bool,
-        hybrid_query=str,
-        hybrid_embedding=list[float],
-        search_mode=str,
+        vector_embedding=list[float], keyword_query=str, hybrid_query=str, hybrid_embedding=list[float], search_mode=str
     )
     def run(self, query: str, query_embedding: list[float], search_mode: str | None = None) -> dict[str, Any]:
         """
         :param query: The query text (BM25 and hybrid retrieval).
         :param query_embedding: The query vector (dense and hybrid retrieval).
         :param search_mode: ``vector``, ``keyword`` or ``hybrid``; the init ``default_mode`` when ``None``.
-        :returns: The inputs of the retrievers the mode runs (see the module doc) and ``search_mode``.
+        :returns: The inputs of the mode's retriever (``vector_embedding``; ``keyword_query``; or ``hybrid_query``
+            and ``hybrid_embedding``) and ``search_mode``.
         :raises ValueError: On an unknown mode.
         """
         mode = _check_mode(self.default_mode if search_mode is None else search_mode)
-        routed: dict[str, Any] = {
-            "vector_embedding": query_embedding,
-            "vector_return_embedding": mode == SearchMode.VECTOR.value,
-            "keyword_query": query,
-            "keyword_return_embedding": mode == SearchMode.KEYWORD.value,
-            "search_mode": mode,
-        }
-        if mode == SearchMode.HYBRID.value:
-            routed.update(hybrid_query=query, hybrid_embedding=query_embedding)
-        return routed
+        if mode == SearchMode.VECTOR.value:
+            return {"vector_embedding": query_embedding, "search_mode": mode}
+        if mode == SearchMode.KEYWORD.value:
+            return {"keyword_query": query, "search_mode": mode}
+        return {"hybrid_query": query, "hybrid_embedding": query_embedding, "search_mode": mode}
 
 
 def _check_mode(search_mode: Any) -> str:

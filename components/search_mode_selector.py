@@ -1,7 +1,7 @@
 """
 ``SearchModeSelector``: serves the request's ``search_mode`` from the standard
 retrievers of ``pipelines/search.yml``, which
-:class:`components.search_mode_router.SearchModeRouter` runs for it:
+:class:`components.search_mode_router.SearchModeRouter` runs one of, by mode:
 
 * ``vector``: the dense retriever's results (cosine);
 * ``keyword``: the BM25 retriever's results;
@@ -15,9 +15,11 @@ The selected list is put in a total order (mode score, then dense similarity, th
 id; see :func:`components.dense_similarity.deterministic_order`) and cut to
 ``top_k``. The retrievers fetch a few more (``RetrievalPlanner.tie_margin``)
 because the engine returns equal scores (RRF ties, identical BM25 scores) in no
-fixed order. Each returned document gets ``meta["retrieved_by"]``: the sides
-(``vector``, ``keyword``) whose own result lists hold it. Only the selected list
-needs embeddings; the side lists are only counted.
+fixed order. Each returned document gets ``meta["retrieved_by"]``: the retrievals
+that found it. In ``vector`` and ``keyword`` mode that is the mode itself (one
+retrieval runs); in ``hybrid`` mode, the fusion's stages (``vector``, ``keyword``)
+whose candidates held it, as the hybrid retriever reports them (``report_sources``;
+a hybrid retriever that reports none, such as qdrant-haystack's, leaves it empty).
 """
 
 from dataclasses import replace
@@ -39,8 +41,7 @@ class SearchModeSelector:
     Usage:
     ```python
     selector = SearchModeSelector(top_k=5)
-    out = selector.run(vector_documents=dense, keyword_documents=bm25, query_embedding=embedding,
-                       hybrid_documents=fused, search_mode="hybrid")
+    out = selector.run(query_embedding=embedding, search_mode="hybrid", hybrid_documents=fused)
     out["documents"], out["search_mode"]
     ```
     """
@@ -65,23 +66,24 @@ class SearchModeSelector:
     @component.output_types(documents=list[Document], search_mode=str)
     def run(
         self,
-        vector_documents: list[Document],
-        keyword_documents: list[Document],
         query_embedding: list[float],
-        hybrid_documents: list[Document] | None = None,
         search_mode: str = "hybrid",
+        vector_documents: list[Document] | None = None,
+        keyword_documents: list[Document] | None = None,
+        hybrid_documents: list[Document] | None = None,
         top_k: int | None = None,
     ) -> dict[str, Any]:
         """
-        :param vector_documents: The dense retriever's results (with embeddings in ``vector`` mode).
-        :param keyword_documents: The BM25 retriever's results (with embeddings in ``keyword`` mode).
         :param query_embedding: The query vector, for the similarity tie-break.
-        :param hybrid_documents: The hybrid retriever's results (with embeddings); only ``hybrid`` mode needs them.
         :param search_mode: ``vector``, ``keyword`` or ``hybrid``.
+        :param vector_documents: The dense retriever's results (``vector`` mode), with embeddings.
+        :param keyword_documents: The BM25 retriever's results (``keyword`` mode), with embeddings.
+        :param hybrid_documents: The hybrid retriever's results (``hybrid`` mode), with embeddings and, when it
+            reports sources, ``meta["retrieved_by"]``.
         :param top_k: Results to return (defaults to the init ``top_k``).
         :returns: ``documents`` (the mode's results, ordered, with ``meta["retrieved_by"]``) and ``search_mode``.
         :raises ValueError: On an unknown mode or a bad ``top_k``.
-        :raises ContextError: If the selected list lacks embeddings, or ``hybrid`` mode got no hybrid results.
+        :raises ContextError: If the mode's retriever sent nothing, or its documents lack embeddings.
         """
         mode = search_mode.value if isinstance(search_mode, SearchMode) else search_mode
         if mode not in SEARCH_MODES:
@@ -89,22 +91,24 @@ class SearchModeSelector:
         limit = self.top_k if top_k is None else top_k
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"top_k must be a positive integer, got {limit!r}.")
-        if mode == "hybrid" and hybrid_documents is None:
-            raise ContextError("Hybrid search got no hybrid retriever results; connect one to `hybrid_documents`.")
         selected = {"vector": vector_documents, "keyword": keyword_documents, "hybrid": hybrid_documents}[mode]
+        if selected is None:
+            raise ContextError(f"{mode} search got no results from its retriever; connect one to `{mode}_documents`.")
         if not selected:
             return {"documents": [], "search_mode": mode}
         if any(doc.embedding is None for doc in selected):
-            raise ContextError(
-                f"The {mode} results lack embeddings; the retriever serving a mode must return them "
-                "(SearchModeRouter's `*_return_embedding` outputs, or `return_embedding: true`)."
-            )
+            raise ContextError(f"The {mode} results lack embeddings; set `return_embedding: true` on its retriever.")
         similarities = cosine_similarity(
             np.asarray(query_embedding, dtype=np.float64), np.asarray([doc.embedding for doc in selected], dtype=np.float64)
         )
         ordered = deterministic_order(selected, [float(value) for value in similarities])[:limit]
-        sides = (("vector", {doc.id for doc in vector_documents}), ("keyword", {doc.id for doc in keyword_documents}))
-        documents = [
-            replace(doc, meta={**doc.meta, "retrieved_by": [side for side, ids in sides if doc.id in ids]}) for doc, _ in ordered
-        ]
+        documents = [replace(doc, meta={**doc.meta, "retrieved_by": _sources(doc, mode)}) for doc, _ in ordered]
         return {"documents": documents, "search_mode": mode}
+
+
+def _sources(document: Document, mode: str) -> list[str]:
+    """The retrievals that found a result: the mode's own side, or the hybrid stages the retriever reported."""
+    if mode != "hybrid":
+        return [mode]
+    reported = document.meta.get("retrieved_by")
+    return [side for side in ("vector", "keyword") if isinstance(reported, list) and side in reported]

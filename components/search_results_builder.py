@@ -10,9 +10,10 @@
   as many as fit in ``max_tokens`` (the first chunk that does not fit ends it);
   ``tokens_used`` is its tiktoken count.
 * ``metadata``: ``vector_results`` / ``keyword_results`` count the returned results
-  that the dense / keyword retriever's own result list holds (``meta["retrieved_by"]``,
-  set by :class:`components.search_mode_selector.SearchModeSelector`; a result found by
-  both counts for both, in every mode), and ``latency_ms`` is the search's wall time,
+  the dense / keyword retrieval found (``meta["retrieved_by"]``, set by
+  :class:`components.search_mode_selector.SearchModeSelector`): in ``vector`` or
+  ``keyword`` mode only that retrieval runs; in ``hybrid`` mode a result both stages of
+  the fusion found counts for both. ``latency_ms`` is the search's wall time,
   which :class:`components.query_service.QueryService` measures and fills in (a bare
   pipeline run reports what its ``latency_ms`` input says, 0 by default).
 """

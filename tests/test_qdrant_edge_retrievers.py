@@ -2,6 +2,7 @@
 
 import asyncio
 import math
+import random
 
 import pytest
 from haystack import Document, Pipeline
@@ -190,7 +191,9 @@ class TestQdrantEdgeHybridRetriever:
     def test_init(self, store):
         retriever = QdrantEdgeHybridRetriever(document_store=store)
         assert (retriever.top_k, retriever.filter_policy, retriever.return_embedding) == (10, FilterPolicy.REPLACE, False)
-        assert (retriever.prefetch_limit, retriever.rrf_k) == (None, 60)
+        assert (retriever.prefetch_limit, retriever.rrf_k, retriever.report_sources) == (None, 60, False)
+        with pytest.raises(ValueError, match="report_sources"):
+            QdrantEdgeHybridRetriever(document_store=store, report_sources="yes")
         with pytest.raises(ValueError, match="rrf_k"):
             QdrantEdgeHybridRetriever(document_store=store, rrf_k=0)
         with pytest.raises(ValueError, match="prefetch_limit"):
@@ -210,11 +213,12 @@ class TestQdrantEdgeHybridRetriever:
                 "return_embedding": True,
                 "prefetch_limit": 20,
                 "rrf_k": 10,
+                "report_sources": False,
             },
         }
 
     def test_from_dict(self, store):
-        retriever = QdrantEdgeHybridRetriever(document_store=store, filters=ACME, rrf_k=30)
+        retriever = QdrantEdgeHybridRetriever(document_store=store, filters=ACME, rrf_k=30, report_sources=True)
         assert QdrantEdgeHybridRetriever.from_dict(retriever.to_dict()).to_dict() == retriever.to_dict()
         assert round_trip_in_yaml(retriever).to_dict() == retriever.to_dict()
 
@@ -247,6 +251,54 @@ class TestQdrantEdgeHybridRetriever:
         originals = {doc.id: doc.embedding for doc in CHUNKS}
         for doc_id, document in by_id.items():
             assert document.embedding == pytest.approx(originals[doc_id])
+
+    def test_run_report_sources_marks_the_stages_that_found_each_document(self, store):
+        retriever = QdrantEdgeHybridRetriever(document_store=store, prefetch_limit=1, report_sources=True)
+        documents = retriever.run(query="expense receipts", query_embedding=[0.0, 1.0, 0.0, 0.0], filters=ACME)["documents"]
+        assert {doc.id: doc.meta["retrieved_by"] for doc in documents} == {"acme-vac:0": ["vector"], "acme-exp:0": ["keyword"]}
+        both = QdrantEdgeHybridRetriever(document_store=store, report_sources=True).run(
+            query="reset password", query_embedding=QUERY_VECTOR, filters=ACME
+        )["documents"]
+        assert both[0].id == "acme-pw:0" and both[0].meta["retrieved_by"] == ["vector", "keyword"]
+        assert both[0].score == pytest.approx(2 / 60, rel=1e-5) and "retrieved_by" not in CHUNKS[0].meta
+        stop_words = retriever.run(query="the of and", query_embedding=QUERY_VECTOR, filters=ACME)["documents"]
+        assert [(doc.id, doc.meta["retrieved_by"]) for doc in stop_words] == [("acme-pw:0", ["vector"])]
+
+    def test_run_report_sources_gives_the_engines_fusion(self, tmp_path):
+        # Many candidates with tied ranks: the fusion done here must equal the engine's, bit for bit and in order.
+        rng = random.Random(7)
+        words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+        chunks = [
+            Document(id=f"doc-{index}", content=" ".join(rng.choices(words, k=rng.randint(3, 12))),
+                     embedding=[rng.uniform(-1, 1) for _ in range(4)],
+                     meta={"tenant_id": rng.choice(["acme", "globex"]), "tags": ["it"]})
+            for index in range(300)
+        ]  # fmt: skip
+        many = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
+        try:
+            many.write_documents(chunks)
+            for top_k, prefetch in ((5, None), (10, 15), (40, 25)):
+                for trial in range(15):
+                    query = " ".join(rng.choices(words, k=rng.randint(1, 3)))
+                    vector = [rng.uniform(-1, 1) for _ in range(4)]
+                    engine, reporting = (
+                        QdrantEdgeHybridRetriever(document_store=many, top_k=top_k, prefetch_limit=prefetch,
+                                                  return_embedding=True, report_sources=report).run(
+                            query=query, query_embedding=vector, filters=ACME)["documents"]
+                        for report in (False, True)
+                    )  # fmt: skip
+                    assert [(doc.id, doc.score, doc.embedding, doc.content) for doc in reporting] == [
+                        (doc.id, doc.score, doc.embedding, doc.content) for doc in engine
+                    ]
+                    assert all(doc.meta["retrieved_by"] and doc.meta["tenant_id"] == "acme" for doc in reporting)
+        finally:
+            many.close()
+
+    def test_run_return_embedding_per_run(self, store):
+        retriever = QdrantEdgeHybridRetriever(document_store=store, top_k=2)
+        with_vectors = retriever.run(query="password", query_embedding=QUERY_VECTOR, filters=ACME, return_embedding=True)
+        assert all(doc.embedding is not None for doc in with_vectors["documents"])
+        assert all(doc.embedding is None for doc in retriever.run(query="password", query_embedding=QUERY_VECTOR)["documents"])
 
     def test_run_stop_words_only_falls_back_to_dense(self, store):
         documents = QdrantEdgeHybridRetriever(document_store=store, top_k=1).run(

@@ -237,25 +237,31 @@ class TestSearchPipeline:
         for result in response["results"]:
             assert -1.0 <= result["score"] <= 1.0 and "hr" in result["tags"] and len(result["snippet"]) <= 203
         metadata = response["metadata"]
-        if mode == "vector":
-            assert metadata["vector_results"] == len(response["results"])
+        if mode == "vector":  # one retrieval runs: every result is its
+            assert (metadata["vector_results"], metadata["keyword_results"]) == (len(response["results"]), 0)
         if mode == "keyword":
-            assert metadata["keyword_results"] == len(response["results"])
-        assert metadata["vector_results"] >= 1 and metadata["keyword_results"] >= 1  # the top hit is found by both
+            assert (metadata["vector_results"], metadata["keyword_results"]) == (0, len(response["results"]))
+        if mode == "hybrid":  # the top hit is found by both stages of the fusion
+            assert metadata["vector_results"] >= 1 and metadata["keyword_results"] >= 1
         assert metadata["latency_ms"] > 0
 
     @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
-    def test_search_runs_only_the_retrievals_its_mode_needs(self, service, mode):
+    def test_search_runs_one_retrieval(self, service, mode):
         data = service._search_data({"query": "parental leave weeks", **ACME_HR, "search_mode": mode, "k": 4})
         retrievers = {"vector_retriever", "keyword_retriever", "hybrid_retriever"}
         result = service.search_pipeline.run(data, include_outputs_from=retrievers)
-        ran = {name for name in retrievers if name in result}
-        assert ran == ({"vector_retriever", "keyword_retriever", "hybrid_retriever"} if mode == "hybrid"
-                       else {"vector_retriever", "keyword_retriever"})  # fmt: skip
-        serving = {"vector": "vector_retriever", "keyword": "keyword_retriever", "hybrid": "hybrid_retriever"}[mode]
-        for name in ran:
-            documents = result[name]["documents"]
-            assert documents and all((doc.embedding is not None) is (name == serving) for doc in documents)
+        assert {name for name in retrievers if name in result} == {f"{mode}_retriever"}
+
+    def test_hybrid_search_counts_the_stages_that_found_each_result(self, service):
+        request = {"query": "parental leave weeks", **ACME_HR, "k": 5}
+        hybrid = service.search({**request, "search_mode": "hybrid"})
+        vector = {hit["source_id"] for hit in service.search({**request, "search_mode": "vector", "k": 40})["results"]}
+        keyword = {hit["source_id"] for hit in service.search({**request, "search_mode": "keyword", "k": 40})["results"]}
+        # Each stage of the fusion takes the top max(4 * fetch_top_k, 40) = 40 of its ranking: the k=40 searches.
+        in_vector = sum(1 for hit in hybrid["results"] if hit["source_id"] in vector)
+        in_keyword = sum(1 for hit in hybrid["results"] if hit["source_id"] in keyword)
+        assert (hybrid["metadata"]["vector_results"], hybrid["metadata"]["keyword_results"]) == (in_vector, in_keyword)
+        assert hybrid["metadata"]["vector_results"] >= 1 and hybrid["metadata"]["keyword_results"] >= 1
 
     def test_search_context_within_max_tokens(self, service):
         response = service.search({"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"], "k": 10, "max_tokens": 300})

@@ -1,4 +1,4 @@
-"""SearchModeRouter: which retrievals a search mode runs, and which of them return embeddings."""
+"""SearchModeRouter: a search mode runs exactly one retriever."""
 
 import pytest
 
@@ -26,22 +26,19 @@ class TestSearchModeRouter:
         router = SearchModeRouter.from_dict(SearchModeRouter(default_mode="keyword").to_dict())
         assert router.default_mode == "keyword"
 
-    def test_run_hybrid_runs_all_three_with_embeddings_only_for_the_fusion(self):
-        out = SearchModeRouter().run(query="vpn", query_embedding=EMBEDDING, search_mode="hybrid")
-        assert out == {
-            "vector_embedding": EMBEDDING, "vector_return_embedding": False,
-            "keyword_query": "vpn", "keyword_return_embedding": False,
-            "hybrid_query": "vpn", "hybrid_embedding": EMBEDDING, "search_mode": "hybrid",
-        }  # fmt: skip
-
-    @pytest.mark.parametrize("mode", ["vector", "keyword", SearchMode.VECTOR])
-    def test_run_single_side_modes_skip_the_hybrid_retriever(self, mode):
+    @pytest.mark.parametrize(
+        "mode,expected",
+        [
+            ("vector", {"vector_embedding": EMBEDDING}),
+            (SearchMode.VECTOR, {"vector_embedding": EMBEDDING}),
+            ("keyword", {"keyword_query": "vpn"}),
+            ("hybrid", {"hybrid_query": "vpn", "hybrid_embedding": EMBEDDING}),
+        ],
+    )
+    def test_run_sends_the_query_only_to_the_modes_retriever(self, mode, expected):
         out = SearchModeRouter().run(query="vpn", query_embedding=EMBEDDING, search_mode=mode)
         name = mode.value if isinstance(mode, SearchMode) else mode
-        assert "hybrid_query" not in out and "hybrid_embedding" not in out
-        assert out["vector_embedding"] == EMBEDDING and out["keyword_query"] == "vpn"
-        assert out["vector_return_embedding"] is (name == "vector") and out["keyword_return_embedding"] is (name == "keyword")
-        assert out["search_mode"] == name
+        assert out == {**expected, "search_mode": name}
 
     def test_run_without_mode_uses_the_default(self):
         assert SearchModeRouter(default_mode="keyword").run(query="q", query_embedding=EMBEDDING)["search_mode"] == "keyword"

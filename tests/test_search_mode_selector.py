@@ -9,15 +9,20 @@ from components.search_mode_selector import SearchModeSelector
 QUERY = [1.0, 0.0]
 
 
-def _doc(name: str, score: float, embedding=(1.0, 0.0)) -> Document:
-    return Document(id=name, content=name, score=score, embedding=list(embedding))
+def _doc(name: str, score: float, embedding=(1.0, 0.0), sources=None) -> Document:
+    meta = {} if sources is None else {"retrieved_by": sources}
+    return Document(id=name, content=name, score=score, embedding=list(embedding), meta=meta)
 
 
 def _lists():
     vector = [_doc("a", 0.9), _doc("b", 0.8, (1.0, 0.5))]
     keyword = [_doc("c", 12.0, (0.0, 1.0)), _doc("a", 3.0)]
     # b and c tie on RRF; b is closer to the query, so b comes first whatever order the engine returned.
-    hybrid = [_doc("a", 0.0328), _doc("c", 0.0161, (0.0, 1.0)), _doc("b", 0.0161, (1.0, 0.5))]
+    hybrid = [
+        _doc("a", 0.0328, sources=["vector", "keyword"]),
+        _doc("c", 0.0161, (0.0, 1.0), sources=["keyword"]),
+        _doc("b", 0.0161, (1.0, 0.5), sources=["vector"]),
+    ]
     return {"vector_documents": vector, "keyword_documents": keyword, "hybrid_documents": hybrid}
 
 
@@ -39,8 +44,8 @@ class TestSearchModeSelector:
     @pytest.mark.parametrize(
         "mode,expected",
         [
-            ("vector", [("a", ["vector", "keyword"]), ("b", ["vector"])]),
-            ("keyword", [("c", ["keyword"]), ("a", ["vector", "keyword"])]),
+            ("vector", [("a", ["vector"]), ("b", ["vector"])]),
+            ("keyword", [("c", ["keyword"]), ("a", ["keyword"])]),
             ("hybrid", [("a", ["vector", "keyword"]), ("b", ["vector"]), ("c", ["keyword"])]),
         ],
     )
@@ -64,15 +69,20 @@ class TestSearchModeSelector:
         with pytest.raises(ContextError, match="return_embedding"):
             SearchModeSelector().run(**lists, query_embedding=QUERY, search_mode="vector")
         assert SearchModeSelector().run(**{**lists, "keyword_documents": []}, query_embedding=QUERY, search_mode="keyword")["documents"] == []
-        without_fusion = {key: value for key, value in _lists().items() if key != "hybrid_documents"}
-        with pytest.raises(ContextError, match="no hybrid retriever results"):
-            SearchModeSelector().run(**without_fusion, query_embedding=QUERY, search_mode="hybrid")
+        for mode in ("vector", "keyword", "hybrid"):
+            others = {key: value for key, value in _lists().items() if key != f"{mode}_documents"}
+            with pytest.raises(ContextError, match=f"{mode} search got no results from its retriever"):
+                SearchModeSelector().run(**others, query_embedding=QUERY, search_mode=mode)
 
-    def test_run_side_lists_need_no_embeddings(self):
-        lists = _lists()
-        bare = {key: [Document(id=doc.id, content=doc.content, score=doc.score) for doc in lists[key]]
-                for key in ("vector_documents", "keyword_documents")}  # fmt: skip
-        out = SearchModeSelector().run(**{**lists, **bare}, query_embedding=QUERY, search_mode="hybrid")
-        assert [(doc.id, doc.meta["retrieved_by"]) for doc in out["documents"]] == [
-            ("a", ["vector", "keyword"]), ("b", ["vector"]), ("c", ["keyword"])
-        ]  # fmt: skip
+    def test_run_only_the_modes_list_is_needed(self):
+        out = SearchModeSelector().run(query_embedding=QUERY, search_mode="keyword", keyword_documents=_lists()["keyword_documents"])
+        assert [doc.id for doc in out["documents"]] == ["c", "a"]
+
+    def test_run_hybrid_sources_come_from_the_retriever(self):
+        unreported = [Document(id=doc.id, content=doc.content, score=doc.score, embedding=doc.embedding)
+                      for doc in _lists()["hybrid_documents"]]  # fmt: skip
+        out = SearchModeSelector().run(query_embedding=QUERY, search_mode="hybrid", hybrid_documents=unreported)
+        assert [doc.meta["retrieved_by"] for doc in out["documents"]] == [[], [], []]
+        odd = [_doc("a", 0.03, sources="vector"), _doc("b", 0.02, sources=["keyword", "bogus", "vector"])]
+        out = SearchModeSelector().run(query_embedding=QUERY, search_mode="hybrid", hybrid_documents=odd)
+        assert [doc.meta["retrieved_by"] for doc in out["documents"]] == [[], ["vector", "keyword"]]

@@ -59,6 +59,7 @@ store.filter_documents({"field": "meta.tenant_id", "operator": "==", "value": "a
 """
 
 import logging
+from dataclasses import replace
 import math
 import threading
 import time
@@ -83,6 +84,7 @@ from qdrant_edge import (
     Point,
     Prefetch,
     Query,
+    QueryBatchRequest,
     QueryRequest,
     ScrollRequest,
     UpdateOperation,
@@ -131,6 +133,8 @@ PAYLOAD_INDEXES: dict[str, Any] = {
 
 SCROLL_PAGE_SIZE = 1024
 DEFAULT_RRF_K = 60
+# The stage names a source-reporting hybrid query puts in ``meta["retrieved_by"]`` (dense first, as the engine).
+HYBRID_SOURCES = ("vector", "keyword")
 # The engine orders points with equal scores arbitrarily (RRF ties are common). Queries fetch this many
 # extra points and order each run of equal scores by id, so the same index and query give the same results.
 TIE_MARGIN = 5
@@ -578,12 +582,19 @@ class QdrantEdgeDocumentStore:
         return_embedding: bool = False,
         prefetch_limit: int | None = None,
         rrf_k: int = DEFAULT_RRF_K,
+        report_sources: bool = False,
     ) -> list[Document]:
         """
         Hybrid search: dense and BM25 candidates fused with Reciprocal Rank Fusion inside the engine.
 
         One engine query with two ``Prefetch`` stages (dense, BM25) and ``Fusion.Rrf``; ``filters`` apply to both
         stages, so no candidate outside them is ever ranked.
+
+        With ``report_sources=True`` the two stages run as one engine batch and are fused here, with the
+        engine's own arithmetic (``float32`` sums of ``1 / (rrf_k + rank)``, rank from 0, dense first: the same
+        scores, bit for bit, and the same order), so that each document can say which stages found it:
+        ``meta["retrieved_by"]`` lists ``"vector"`` and/or ``"keyword"``. Same engine work as the fused query;
+        only the returned documents' payloads are read.
 
         :param query: The query text (for BM25).
         :param query_embedding: The query vector (for the dense stage).
@@ -593,6 +604,7 @@ class QdrantEdgeDocumentStore:
             stage found, so callers can compute every candidate's cosine similarity.
         :param prefetch_limit: Candidates per stage; default ``max(4 * top_k, 40)``.
         :param rrf_k: The RRF constant ``k``.
+        :param report_sources: Fuse here and mark each document's ``meta["retrieved_by"]`` (see above).
         :returns: Documents by descending RRF score.
         :raises EmbeddingDimensionError: If the query vector has the wrong size or is not finite.
         :raises FilterError: If the filter is malformed.
@@ -607,8 +619,13 @@ class QdrantEdgeDocumentStore:
         # The filter goes into each stage rather than on the request: the engine would also re-check a request
         # filter on the fused candidates (~25% more work). Fused results only come from the filtered stages.
         engine_filter = convert_filters(filters)
-        prefetches = [Prefetch(limit=candidates, query=Query.Nearest(vector, using=DENSE_VECTOR_NAME), filter=engine_filter)]
         sparse = self._bm25.embed_query(query)
+        if report_sources:
+            stages = {HYBRID_SOURCES[0]: Query.Nearest(vector, using=DENSE_VECTOR_NAME)}
+            if sparse.indices:
+                stages[HYBRID_SOURCES[1]] = Query.Nearest(sparse, using=SPARSE_VECTOR_NAME)
+            return self._fuse_with_sources(stages, engine_filter, candidates, limit, rrf_k, return_embedding)
+        prefetches = [Prefetch(limit=candidates, query=Query.Nearest(vector, using=DENSE_VECTOR_NAME), filter=engine_filter)]
         if sparse.indices:
             prefetches.append(
                 Prefetch(limit=candidates, query=Query.Nearest(sparse, using=SPARSE_VECTOR_NAME), filter=engine_filter)
@@ -623,6 +640,30 @@ class QdrantEdgeDocumentStore:
         return self._run_query(request, limit)
 
     # ------------------------------------------------------------------ internals
+
+    def _fuse_with_sources(
+        self, stages: dict[str, Any], engine_filter: Filter | None, candidates: int, limit: int, rrf_k: int,
+        return_embedding: bool,
+    ) -> list[Document]:
+        """The hybrid query's stages as one batch, RRF-fused here, each document marked with its stages."""
+        batch = QueryBatchRequest(
+            [QueryRequest(limit=candidates, query=query, filter=engine_filter, with_payload=False) for query in stages.values()]
+        )
+        shared = self._shard_state()
+        with shared.lock.read():  # the stages and the payloads come from the same state of the shard
+            rankings = shared.shard.query_batch(batch)
+            fused = rrf_fuse(dict(zip(stages, rankings)), rrf_k)[:limit]
+            records = shared.shard.retrieve(
+                [point_id for point_id, _, _ in fused],
+                with_payload=True,
+                with_vector=[DENSE_VECTOR_NAME] if return_embedding else False,
+            )
+        by_id = {record.id: record for record in records}
+        documents = []
+        for point_id, score, sources in fused:
+            document = record_to_document(by_id[point_id], score=score)
+            documents.append(replace(document, meta={**document.meta, "retrieved_by": sources}))
+        return documents
 
     def _run_query(self, request: QueryRequest, limit: int) -> list[Document]:
         shared = self._shard_state()
@@ -822,6 +863,25 @@ def _scroll_all(shared: SharedShard, engine_filter: Filter | None, with_payload:
         records.extend(page)
         if offset is None:
             return records
+
+
+def rrf_fuse(rankings: dict[str, list[Any]], rrf_k: int) -> list[tuple[Any, float, list[str]]]:
+    """
+    Reciprocal Rank Fusion as the engine computes ``Fusion.Rrf``: a point's score is the ``float32`` sum, in
+    ranking order, of ``1 / (rrf_k + rank)`` (rank from 0) over the rankings that hold it.
+
+    :param rankings: Stage name -> the stage's points in rank order.
+    :param rrf_k: The RRF constant.
+    :returns: ``(point id, score, stage names)`` by descending score, equal scores by id (as ``_break_ties``).
+    """
+    scores: dict[Any, np.float32] = {}
+    sources: dict[Any, list[str]] = {}
+    for name, points in rankings.items():
+        for rank, point in enumerate(points):
+            scores[point.id] = scores.get(point.id, np.float32(0.0)) + np.float32(1.0) / np.float32(rrf_k + rank)
+            sources.setdefault(point.id, []).append(name)
+    ordered = sorted(scores, key=lambda point_id: (-scores[point_id], str(point_id)))
+    return [(point_id, float(scores[point_id]), sources[point_id]) for point_id in ordered]
 
 
 def _break_ties(points: list[Any]) -> list[Any]:

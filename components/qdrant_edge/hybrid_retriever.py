@@ -19,7 +19,9 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
     union. Score: the RRF score, sum over both rankings of ``1 / (rrf_k + rank)`` (rank from 0), at most
     ``2 / rrf_k``; it orders documents but is no similarity. With ``return_embedding=True`` every returned
     document carries its dense ``embedding``, including documents only the BM25 stage found, so the caller can
-    compute each one's cosine similarity to the query.
+    compute each one's cosine similarity to the query. With ``report_sources=True`` each document also says
+    which stages found it (``meta["retrieved_by"]``: ``"vector"``, ``"keyword"``), from a fusion that gives the
+    same documents and scores (see ``QdrantEdgeDocumentStore.hybrid_retrieval``).
 
     Usage:
     ```python
@@ -41,13 +43,16 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
         return_embedding: bool = False,
         prefetch_limit: int | None = None,
         rrf_k: int = DEFAULT_RRF_K,
+        report_sources: bool = False,
     ) -> None:
         """
         Parameters as in :class:`QdrantEdgeRetrieverBase`, plus:
 
         :param prefetch_limit: Candidates per stage; ``None`` means ``max(4 * top_k, 40)``.
         :param rrf_k: The RRF constant (60 is the usual choice; lower values favour top ranks more).
-        :raises ValueError: If ``document_store``, ``top_k``, ``prefetch_limit`` or ``rrf_k`` is invalid.
+        :param report_sources: Mark each document's ``meta["retrieved_by"]`` with the stages that found it.
+        :raises ValueError: If ``document_store``, ``top_k``, ``prefetch_limit``, ``rrf_k`` or ``report_sources`` is
+            invalid.
         :raises FilterError: If ``filters`` is malformed.
         """
         # Explicit base call: @component rebuilds the class, so zero-argument super() would not find it.
@@ -58,9 +63,12 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
             raise ValueError(f"rrf_k must be a positive integer, got {rrf_k!r}.")
         self.prefetch_limit = prefetch_limit
         self.rrf_k = rrf_k
+        if not isinstance(report_sources, bool):
+            raise ValueError(f"report_sources must be true or false, got {report_sources!r}.")
+        self.report_sources = report_sources
 
     def _extra_init_parameters(self) -> dict[str, Any]:
-        return {"prefetch_limit": self.prefetch_limit, "rrf_k": self.rrf_k}
+        return {"prefetch_limit": self.prefetch_limit, "rrf_k": self.rrf_k, "report_sources": self.report_sources}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -88,6 +96,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
             query_embedding=query_embedding,
             prefetch_limit=self.prefetch_limit,
             rrf_k=self.rrf_k,
+            report_sources=self.report_sources,
             **self._search_arguments(filters, top_k, return_embedding),
         )
         return {"documents": documents}
