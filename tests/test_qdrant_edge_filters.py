@@ -50,6 +50,24 @@ class TestConvertFilters:
         with pytest.raises(FilterError, match=message):
             convert_filters(filters)
 
+    def test_converted_filters_are_reused_only_for_exactly_equal_filters(self):
+        rule = {"operator": "AND", "conditions": [
+            {"field": "meta.tenant_id", "operator": "==", "value": "acme"},
+            {"field": "meta.tags", "operator": "in", "value": ["hr", "it"]},
+            {"field": "meta.scope", "operator": "==", "value": "tenant"},
+        ]}  # fmt: skip
+        first = convert_filters(rule)
+        assert convert_filters({**rule}) is first  # an equal filter: the converted one again
+        assert convert_filters(rule, access_index=False) is not first
+        assert str(convert_filters(rule, access_index=False)) != str(first)
+        one, true, text = ({"field": "meta.a", "operator": "==", "value": value} for value in (1, True, "1"))
+        assert len({str(convert_filters(item)) for item in (one, true, text)}) == 3  # never share an entry
+        tuple_values = {"field": "meta.a", "operator": "not in", "value": (1, 2)}
+        convert_filters({"field": "meta.a", "operator": "not in", "value": [1, 2]})
+        for _ in range(2):  # a list-valued twin is cached, the tuple is still refused every time
+            with pytest.raises(FilterError, match="needs a list"):
+                convert_filters(tuple_values)
+
     def test_filter_error_is_haystacks(self):
         from haystack.errors import FilterError as HaystackFilterError
 

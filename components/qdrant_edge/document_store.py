@@ -878,22 +878,23 @@ def rrf_fuse(rankings: dict[str, list[Any]], rrf_k: int) -> list[tuple[Any, floa
     sources: dict[Any, list[str]] = {}
     for name, points in rankings.items():
         for rank, point in enumerate(points):
-            scores[point.id] = scores.get(point.id, np.float32(0.0)) + np.float32(1.0) / np.float32(rrf_k + rank)
-            sources.setdefault(point.id, []).append(name)
+            point_id = point.id  # the binding builds a new UUID on every access: read it once
+            scores[point_id] = scores.get(point_id, np.float32(0.0)) + np.float32(1.0) / np.float32(rrf_k + rank)
+            sources.setdefault(point_id, []).append(name)
     ordered = sorted(scores, key=lambda point_id: (-scores[point_id], str(point_id)))
     return [(point_id, float(scores[point_id]), sources[point_id]) for point_id in ordered]
 
 
 def _break_ties(points: list[Any]) -> list[Any]:
     """Keep the engine's order, but sort every run of equal scores by point id (deterministic results)."""
+    scores = [point.score for point in points]  # read each score once: the binding converts on every access
     ordered: list[Any] = []
-    run: list[Any] = []
-    for point in points:
-        if run and point.score != run[0].score:
-            ordered.extend(sorted(run, key=lambda tied: str(tied.id)))
-            run = []
-        run.append(point)
-    ordered.extend(sorted(run, key=lambda tied: str(tied.id)))
+    start = 0
+    for end in range(1, len(points) + 1):
+        if end == len(points) or scores[end] != scores[start]:
+            run = points[start:end]
+            ordered.extend(run if len(run) == 1 else sorted(run, key=lambda tied: str(tied.id)))
+            start = end
     return ordered
 
 
