@@ -59,10 +59,10 @@ store.filter_documents({"field": "meta.tenant_id", "operator": "==", "value": "a
 """
 
 import logging
-from dataclasses import replace
 import math
 import threading
 import time
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
