@@ -19,7 +19,7 @@ request = RAGRequest.model_validate({"query": "How many vacation days?", "tenant
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -69,6 +69,21 @@ class SearchMode(str, Enum):
     VECTOR = "vector"
     KEYWORD = "keyword"
     HYBRID = "hybrid"
+
+
+SEARCH_MODE_NAMES = tuple(member.value for member in SearchMode)
+
+
+def search_mode_name(search_mode: Any) -> str:
+    """
+    The name of a search mode given as a ``SearchMode`` or its string value.
+
+    :raises ValueError: On anything else, naming the valid modes.
+    """
+    mode = search_mode.value if isinstance(search_mode, SearchMode) else search_mode
+    if mode not in SEARCH_MODE_NAMES:
+        raise ValueError(f"search_mode must be one of {list(SEARCH_MODE_NAMES)}, got {search_mode!r}.")
+    return mode
 
 
 class ChatMessage(BaseModel):

@@ -20,9 +20,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from components.models import SearchMode
-
-SEARCH_MODES = tuple(mode.value for mode in SearchMode)
+from components.models import SearchMode, search_mode_name
 
 
 @component
@@ -36,7 +34,7 @@ class SearchModeRouter:
         :param default_mode: The mode of a run that names none.
         :raises ValueError: On an unknown mode.
         """
-        self.default_mode = _check_mode(default_mode)
+        self.default_mode = search_mode_name(default_mode)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -59,16 +57,10 @@ class SearchModeRouter:
             and ``hybrid_embedding``) and ``search_mode``.
         :raises ValueError: On an unknown mode.
         """
-        mode = _check_mode(self.default_mode if search_mode is None else search_mode)
+        mode = search_mode_name(self.default_mode if search_mode is None else search_mode)
         if mode == SearchMode.VECTOR.value:
             return {"vector_embedding": query_embedding, "search_mode": mode}
         if mode == SearchMode.KEYWORD.value:
             return {"keyword_query": query, "search_mode": mode}
         return {"hybrid_query": query, "hybrid_embedding": query_embedding, "search_mode": mode}
 
-
-def _check_mode(search_mode: Any) -> str:
-    mode = search_mode.value if isinstance(search_mode, SearchMode) else search_mode
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"search_mode must be one of {list(SEARCH_MODES)}, got {search_mode!r}.")
-    return mode

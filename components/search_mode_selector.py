@@ -30,9 +30,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.dense_similarity import cosine_similarity, deterministic_order
 from components.errors import ContextError
-from components.models import SearchMode
-
-SEARCH_MODES = tuple(mode.value for mode in SearchMode)
+from components.models import search_mode_name
 
 
 @component
@@ -85,9 +83,7 @@ class SearchModeSelector:
         :raises ValueError: On an unknown mode or a bad ``top_k``.
         :raises ContextError: If the mode's retriever sent nothing, or its documents lack embeddings.
         """
-        mode = search_mode.value if isinstance(search_mode, SearchMode) else search_mode
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"search_mode must be one of {list(SEARCH_MODES)}, got {search_mode!r}.")
+        mode = search_mode_name(search_mode)
         limit = self.top_k if top_k is None else top_k
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError(f"top_k must be a positive integer, got {limit!r}.")
