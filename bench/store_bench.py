@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from bench.report import percentile
 from components.access_rule import AccessRule
 from components.qdrant_edge import (
     Bm25DocumentEmbedder,
@@ -160,11 +161,6 @@ def generate_queries(count: int, seed: int = SEED + 1) -> list[dict[str, Any]]:
 def access_filter(tenant: str, tags: list[str], user: str, project: str) -> dict[str, Any]:
     """The filter the query pipeline sends: the access rule as ``components.access_rule`` builds it (tainted excluded)."""
     return AccessRule(tenant_id=tenant, user_tags=tuple(tags), user_id=user, project_id=project).to_filters()
-
-
-def percentile(ordered: list[float], fraction: float) -> float:
-    """Nearest-rank percentile of sorted samples."""
-    return ordered[min(len(ordered) - 1, max(0, int(round(fraction * len(ordered))) - 1))]
 
 
 def time_queries(run: Callable[[dict[str, Any]], list[Document]], queries: list[dict[str, Any]], warmup: int = 5) -> dict:
