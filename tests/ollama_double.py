@@ -270,6 +270,17 @@ class _Handler(BaseHTTPRequestHandler):
 # ---------------------------------------------------------------------- real-or-double fixture
 
 
+def ollama_server_env(base_url: str, **overrides: str) -> dict[str, str]:
+    """Environment of an API server on the Ollama backend (query_ollama.yml, llama3.2, no sample corpus)."""
+    return {
+        "SOURCEBOUND_RAG_PIPELINE": "query_ollama",
+        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        "OLLAMA_BASE_URL": base_url,
+        "CHAT_MODEL": "llama3.2",
+        **overrides,
+    }
+
+
 def real_ollama_url() -> str | None:
     """``OLLAMA_BASE_URL`` when a real Ollama answers ``/api/tags`` there within a second."""
     url = os.environ.get("OLLAMA_BASE_URL")

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from api_server import ApiServer, error_of
-from ollama_double import OllamaDouble
+from ollama_double import OllamaDouble, ollama_server_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
 
@@ -34,14 +34,7 @@ def ollama():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, ollama):
-    env = {
-        "SOURCEBOUND_RAG_PIPELINE": "query_ollama",
-        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
-        "OLLAMA_BASE_URL": ollama.url,
-        "CHAT_MODEL": "llama3.2",
-        "RAG_TIMEOUT_SECONDS": "1",
-        "RAG_SYSTEM_PROMPT_TOKENS": "7000",
-    }
+    env = ollama_server_env(ollama.url, RAG_TIMEOUT_SECONDS="1", RAG_SYSTEM_PROMPT_TOKENS="7000")
     with ApiServer(tmp_path_factory.mktemp("ollama") / "data", env=env) as running:
         document = {"content": POLICY, "tenant_id": "acme", "tags": ["hr"], "document_id": "leave-policy", "document_name": "Leave policy"}
         assert running.client.post("/index/run", json={"documents": [document]}).status_code == 200
@@ -115,12 +108,7 @@ def server_without_ollama(tmp_path_factory):
     """A server whose OLLAMA_BASE_URL has nothing listening (a fresh process: no pooled connections)."""
     from api_server import free_port
 
-    env = {
-        "SOURCEBOUND_RAG_PIPELINE": "query_ollama",
-        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
-        "OLLAMA_BASE_URL": f"http://127.0.0.1:{free_port()}",
-        "CHAT_MODEL": "llama3.2",
-    }
+    env = ollama_server_env(f"http://127.0.0.1:{free_port()}")
     with ApiServer(tmp_path_factory.mktemp("ollama-down") / "data", env=env) as running:
         yield running
 

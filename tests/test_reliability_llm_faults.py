@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from api_server import ApiServer, error_of
-from ollama_double import OllamaDouble
+from ollama_double import OllamaDouble, ollama_server_env
 from reliability_support import SAMPLE_DIRECTORY, TestDocument, canaries_in, visible
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
@@ -51,13 +51,7 @@ def ollama():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, ollama):
-    env = {
-        "SOURCEBOUND_RAG_PIPELINE": "query_ollama",
-        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
-        "OLLAMA_BASE_URL": ollama.url,
-        "CHAT_MODEL": "llama3.2",
-        "RAG_TIMEOUT_SECONDS": "1",
-    }
+    env = ollama_server_env(ollama.url, RAG_TIMEOUT_SECONDS="1")
     with ApiServer(tmp_path_factory.mktemp("llm-faults") / "data", env=env) as running:
         response = running.client.post("/index/run", json={"documents": [d.body() for d in DOCUMENTS]})
         assert response.status_code == 200, response.text
