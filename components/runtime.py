@@ -11,6 +11,7 @@ process that touches our components is offline before Haystack, transformers
 or ragas are imported.
 """
 
+import functools
 import gzip
 import hashlib
 import logging
@@ -139,16 +140,26 @@ def query_embedding_dtype(cpuinfo: str | None = None) -> str:
     :param cpuinfo: The text of ``/proc/cpuinfo`` (read when ``None``; an unreadable file means no support).
     :returns: A dtype name transformers accepts.
     """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            cpuinfo = ""
-    flags = set()
+    flags = _this_cpus_flags() if cpuinfo is None else _cpu_flags(cpuinfo)
+    return "bfloat16" if flags & BF16_CPU_FLAGS else "float32"
+
+
+def _cpu_flags(cpuinfo: str) -> frozenset[str]:
+    """The feature flags listed in ``/proc/cpuinfo`` text."""
+    flags: set[str] = set()
     for line in cpuinfo.splitlines():
         if line.startswith("flags"):
             flags.update(line.partition(":")[2].split())
-    return "bfloat16" if flags & BF16_CPU_FLAGS else "float32"
+    return frozenset(flags)
+
+
+@functools.cache
+def _this_cpus_flags() -> frozenset[str]:
+    """This machine's CPU flags, read once (every pipeline load asks; an unreadable file means none)."""
+    try:
+        return _cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return frozenset()
 
 
 def set_torch_threads(threads: int | None = None) -> int:
