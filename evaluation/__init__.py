@@ -1,3 +1,6 @@
 """Evaluation of retrieval and grounding with ragas and our own metrics."""
 
-import components  # noqa: F401  (offline set-up before ragas or Haystack are imported)
+from components.core.runtime import configure_offline
+
+# Evaluation is an entry point: offline set-up before ragas or Haystack are imported.
+configure_offline()

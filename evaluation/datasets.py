@@ -6,7 +6,7 @@ Three sources, one model (:class:`EvalDataset`):
 * :func:`load_normans` - the SQuAD 2.0 "Normans" article from the shared folder, one
   document per paragraph (``normans-p00`` ... ``normans-p38``).
 * :func:`load_sample_gold` - our gold set ``evaluation/datasets/sample_gold.yml`` over
-  the bundled sample corpus ``evaluation/sample_corpus/manifest.yml``.
+  the bundled sample corpus ``examples/sample_corpus/manifest.yml``.
 * :func:`load_dataset` - any dataset in the documented format (``evaluation/README.md``):
   a YAML dataset file, a JSONL questions file plus a corpus, or a SQuAD 2.0 JSON file.
 
@@ -32,20 +32,30 @@ from typing import Any
 
 import yaml
 
+from components.services.corpus_manifest import (
+    DOCUMENT_ID_PATTERN,
+    SAMPLE_CORPUS_MANIFEST,
+    SAMPLE_DIRECTORY,
+    SCOPES,
+    SUPPORTED_SOURCE_SUFFIXES,
+    CorpusDocument,
+    CorpusManifestError,
+    as_tuple,
+    read_jsonl,
+    read_yaml,
+    corpus_sources,
+    load_corpus,
+    parse_document,
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EVALUATION_DIR = Path(__file__).resolve().parent
-SAMPLE_CORPUS_MANIFEST = EVALUATION_DIR / "sample_corpus" / "manifest.yml"
-SAMPLE_DIRECTORY = EVALUATION_DIR / "sample_corpus" / "directory.yml"
 SAMPLE_GOLD = EVALUATION_DIR / "datasets" / "sample_gold.yml"
 NORMANS_RELATIVE = Path("datasets") / "squad2-normans" / "normans.json"
 
-DOCUMENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9-]+$")
-SCOPES = ("tenant", "user", "project")
-SUPPORTED_SOURCE_SUFFIXES = {".txt": "txt", ".md": "md", ".html": "html", ".htm": "html", ".pdf": "pdf"}
-
-
-class DatasetError(ValueError):
-    """A dataset, corpus or question file is missing or malformed; the message names the entry."""
+# A malformed dataset, corpus or question file; the message names the entry. One class with the
+# corpus manifest reader's, so callers catch one error whatever file was wrong.
+DatasetError = CorpusManifestError
 
 
 def shared_dir() -> Path:
@@ -98,43 +108,6 @@ class Requester:
         if self.project_id:
             fields["project_id"] = self.project_id
         return fields
-
-
-@dataclass(frozen=True)
-class CorpusDocument:
-    """
-    One source document of a corpus: a file to convert, or raw text.
-
-    Exactly one of ``path`` and ``content`` is set. The identity and access fields become
-    chunk metadata when indexed.
-    """
-
-    document_id: str
-    tenant_id: str
-    tags: tuple[str, ...]
-    document_name: str
-    scope: str = "tenant"
-    user_id: str | None = None
-    project_id: str | None = None
-    path: Path | None = None
-    content: str | None = None
-
-    @property
-    def access_meta(self) -> dict[str, Any]:
-        """The metadata the access rule reads."""
-        return {"tenant_id": self.tenant_id, "tags": list(self.tags), "scope": self.scope, "user_id": self.user_id, "project_id": self.project_id}
-
-    @property
-    def source_type(self) -> str:
-        return SUPPORTED_SOURCE_SUFFIXES[self.path.suffix.lower()] if self.path else "text"
-
-    def text(self) -> str:
-        """Raw text for text documents and text-like files (not PDFs); used by content-based metrics."""
-        if self.content is not None:
-            return self.content
-        if self.path.suffix.lower() == ".pdf":
-            raise DatasetError(f"{self.document_id} is a PDF; its text comes from the indexing pipeline.")
-        return self.path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -261,22 +234,6 @@ def validate(dataset: EvalDataset) -> None:
                 raise DatasetError(f"{where}: forbidden document {document_id!r} is visible to its requester; fix the requester or the list.")
 
 
-# ----------------------------------------------------------------------------- parsing helpers
-
-
-def _as_tuple(value: Any, where: str, name: str, comma_separated: bool = True) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        # Tags may be written "a,b" (as on the CLI); answer spans may contain commas ("1,500").
-        if not comma_separated:
-            return (value,)
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    if isinstance(value, list | tuple):
-        return tuple(str(item) for item in value)
-    raise DatasetError(f"{where}: `{name}` must be a list of strings.")
-
-
 def parse_requester(value: Any, where: str) -> Requester:
     """Build a :class:`Requester` from a mapping with tenant_id, user_tags, user_id?, project_id?."""
     if not isinstance(value, Mapping):
@@ -285,27 +242,9 @@ def parse_requester(value: Any, where: str) -> Requester:
         raise DatasetError(f"{where}: requester needs tenant_id.")
     return Requester(
         tenant_id=str(value["tenant_id"]),
-        user_tags=_as_tuple(value.get("user_tags"), where, "user_tags"),
+        user_tags=as_tuple(value.get("user_tags"), where, "user_tags"),
         user_id=value.get("user_id"),
         project_id=value.get("project_id"),
-    )
-
-
-def parse_document(record: Mapping[str, Any], base_dir: Path, where: str) -> CorpusDocument:
-    """Build a :class:`CorpusDocument` from a manifest entry or JSONL record."""
-    if "document_id" not in record:
-        raise DatasetError(f"{where}: document_id is required.")
-    path = (base_dir / record["path"]).resolve() if record.get("path") else None
-    return CorpusDocument(
-        document_id=str(record["document_id"]),
-        tenant_id=str(record.get("tenant_id") or ""),
-        tags=_as_tuple(record.get("tags"), where, "tags"),
-        document_name=str(record.get("document_name") or (path.name if path else record["document_id"])),
-        scope=str(record.get("scope") or "tenant"),
-        user_id=record.get("user_id"),
-        project_id=record.get("project_id"),
-        path=path,
-        content=record.get("content"),
     )
 
 
@@ -325,72 +264,27 @@ def parse_question(record: Mapping[str, Any], requesters: Mapping[str, Requester
     answerable = record.get("answerable")
     if not isinstance(answerable, bool):
         raise DatasetError(f"{where}: `answerable` must be true or false.")
-    forbidden = _as_tuple(record.get("forbidden_document_ids"), where, "forbidden_document_ids")
+    forbidden = as_tuple(record.get("forbidden_document_ids"), where, "forbidden_document_ids")
     category = record.get("category") or ("answerable" if answerable else ("forbidden" if forbidden else "unanswerable"))
     return EvalQuestion(
         id=str(record["id"]),
         question=str(record["question"]),
         requester=requester,
         answerable=answerable,
-        gold_document_ids=_as_tuple(record.get("gold_document_ids"), where, "gold_document_ids"),
-        gold_answers=_as_tuple(record.get("gold_answers"), where, "gold_answers", comma_separated=False),
+        gold_document_ids=as_tuple(record.get("gold_document_ids"), where, "gold_document_ids"),
+        gold_answers=as_tuple(record.get("gold_answers"), where, "gold_answers", comma_separated=False),
         reference_answer=record.get("reference_answer"),
         forbidden_document_ids=forbidden,
         category=str(category),
     )
 
 
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DatasetError(f"{path} does not exist.") from error
-    except yaml.YAMLError as error:
-        raise DatasetError(f"{path} is not valid YAML: {error}") from error
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as error:
-        raise DatasetError(f"{path} does not exist.") from error
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{path}:{number}: not valid JSON: {error}") from error
-    return records
-
-
 # ----------------------------------------------------------------------------- loaders
-
-
-def load_corpus(path: str | os.PathLike) -> tuple[list[CorpusDocument], dict[str, Any]]:
-    """
-    Read a corpus: a manifest YAML (``documents:`` list) or a JSONL file of documents.
-
-    Relative ``path`` entries resolve against the corpus file's folder.
-
-    :returns: The documents and the manifest's header fields (name, description, ...).
-    """
-    path = Path(path).resolve()
-    if path.suffix == ".jsonl":
-        records, header = _read_jsonl(path), {}
-    else:
-        data = _read_yaml(path)
-        if not isinstance(data, Mapping) or not isinstance(data.get("documents"), list):
-            raise DatasetError(f"{path}: a corpus manifest needs a `documents:` list.")
-        records, header = data["documents"], {key: value for key, value in data.items() if key != "documents"}
-    documents = [parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)]
-    return documents, header
 
 
 def load_directory(path: str | os.PathLike = SAMPLE_DIRECTORY) -> dict[str, list[dict[str, Any]]]:
     """Read a tag-owner directory YAML (``users: [{id, email}]``, ``tags: [{tenant_id, name, owner_user_id?}]``)."""
-    data = _read_yaml(Path(path))
+    data = read_yaml(Path(path))
     if not isinstance(data, Mapping) or not isinstance(data.get("users"), list) or not isinstance(data.get("tags"), list):
         raise DatasetError(f"{path}: a directory needs `users:` and `tags:` lists.")
     user_ids = {user["id"] for user in data["users"]}
@@ -493,11 +387,11 @@ def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = Non
     requesters: dict[str, Requester] = {}
     header: dict[str, Any] = {}
     if path.suffix == ".jsonl":
-        records = _read_jsonl(path)
+        records = read_jsonl(path)
         if corpus is None:
             raise DatasetError(f"{path}: a JSONL questions file needs a corpus (`--corpus manifest.yml`).")
     else:
-        data = _read_yaml(path)
+        data = read_yaml(path)
         if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
             raise DatasetError(f"{path}: a dataset file needs a `questions:` list.")
         header = data
@@ -526,26 +420,6 @@ def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = Non
 def load_sample_gold(path: str | os.PathLike = SAMPLE_GOLD) -> EvalDataset:
     """Our gold set over the bundled sample corpus."""
     return load_dataset(path)
-
-
-def corpus_sources(documents: Iterable[CorpusDocument]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """
-    A corpus as indexing input: byte streams for files (``IndexingService.index_streams``)
-    and text records for inline content (``IndexingService.index_texts``), each carrying the
-    document's identity and access metadata.
-    """
-    from haystack.dataclasses import ByteStream
-
-    streams: list[Any] = []
-    texts: list[dict[str, Any]] = []
-    for document in documents:
-        meta = {key: value for key, value in document.access_meta.items() if value is not None}
-        meta.update(document_id=document.document_id, document_name=document.document_name)
-        if document.path is not None:
-            streams.append(ByteStream(data=document.path.read_bytes(), meta={**meta, "file_path": str(document.path)}))
-        else:
-            texts.append({"content": document.content, **meta})
-    return streams, texts
 
 
 def ci_subset(dataset: EvalDataset, max_unanswerable: int, seed: int = 0) -> EvalDataset:

@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.models import INSUFFICIENT_INFORMATION_ANSWER
-from components.text_analysis import find_source_ids, strip_source_ids
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.text_analysis import find_source_ids, strip_source_ids
 from evaluation.datasets import EvalDataset, Requester
 from evaluation.records import QuestionRecord
 
@@ -413,7 +413,7 @@ def _ollama_judge() -> tuple[Any, Any]:
     from ragas.embeddings.huggingface_provider import HuggingFaceEmbeddings
     from ragas.llms import llm_factory
 
-    from components.runtime import embedding_model_path
+    from components.core.runtime import embedding_model_path
 
     base_url = os.environ["OLLAMA_BASE_URL"].rstrip("/")
     model = os.environ.get("RAGAS_JUDGE_MODEL") or os.environ.get("CHAT_MODEL") or "llama3.2"

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.text_analysis import snippet
+from components.core.text_analysis import snippet
 from evaluation.checker import check, load_thresholds, thresholds_for
 from evaluation.records import QuestionRecord
 

@@ -114,9 +114,9 @@ class CorpusIndex:
         query_overrides: Mapping[str, Mapping[str, Any]] | None = None,
         query_pipeline: str = QUERY_PIPELINE,
     ) -> None:
-        from components.indexing_service import IndexingService
-        from components.pipeline_loader import load_pipeline
-        from components.query_service import QueryService
+        from components.services.indexing_service import IndexingService
+        from components.services.pipeline_loader import load_pipeline
+        from components.services.query_service import QueryService
 
         self.dataset = dataset
         self.data_dir = data_dir
@@ -171,7 +171,7 @@ class CorpusIndex:
     def _load_directory(self) -> None:
         if self.dataset.directory is None:
             return
-        from components.tag_directory import TagDirectory
+        from components.core.tag_directory import TagDirectory
 
         TagDirectory(self.data_dir / "tags.sqlite").load_from_yaml(self.dataset.directory)
 
@@ -205,7 +205,7 @@ class CorpusIndex:
         request goes through the service's own validation and input mapping (``_rag_data``) and
         the pipeline is run with that component's outputs kept as well.
         """
-        from components.models import RAGResponse
+        from components.core.models import RAGResponse
 
         service = self.service
         data = service._rag_data({"query": question.question, **question.requester.request_fields()}, None)
@@ -225,7 +225,7 @@ class CorpusIndex:
         The component whose ``documents`` output is the answer's context: the sender of the
         citation extractor's ``documents`` (citations are valid only against those chunks).
         """
-        from components.citation_extractor import CitationExtractor
+        from components.extractors.citation_extractor import CitationExtractor
 
         pipeline = self.service.rag_pipeline
         for sender, receiver, data in pipeline.graph.edges(data=True):
@@ -347,7 +347,7 @@ def run_evaluation(
     """
     import torch
 
-    from components.runtime import set_torch_threads
+    from components.core.runtime import set_torch_threads
 
     # As when serving: one torch thread (SOURCEBOUND_TORCH_THREADS overrides). Under CPU
     # contention two threads make single-query embedding many times slower. Restored after.

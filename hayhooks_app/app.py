@@ -195,7 +195,7 @@ async def _index_uploads(container: ServiceContainer, files: list[UploadFile], f
     """
     from haystack.dataclasses import ByteStream
 
-    from components.document_identity import source_type_for_path
+    from components.core.document_identity import source_type_for_path
 
     limit = container.settings.limits.max_upload_bytes
     streams, total = [], 0

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from components.services.corpus_manifest import corpus_sources, load_corpus
 from hayhooks_app.service import ServiceContainer
 
 logger = logging.getLogger(__name__)
@@ -28,12 +29,10 @@ logger = logging.getLogger(__name__)
 
 def index_corpus(container: ServiceContainer, manifest: Path) -> dict[str, Any]:
     """
-    Index every document of a corpus manifest (``evaluation.datasets.load_corpus`` format).
+    Index every document of a corpus manifest (:mod:`components.services.corpus_manifest`).
 
     :returns: ``documents`` (per status), ``chunks_written`` and ``seconds``.
     """
-    from evaluation.datasets import corpus_sources, load_corpus
-
     documents, _header = load_corpus(manifest)
     started = time.perf_counter()
     streams, texts = corpus_sources(documents)

@@ -77,7 +77,7 @@ def open_store(pipeline: str = "indexing") -> Any:
     """
     from haystack.utils.type_serialization import thread_safe_import
 
-    from components.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
+    from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
 
     for definition in load_pipeline_dict(pipeline)["components"].values():
         store = definition.get("init_parameters", {}).get("document_store")
@@ -92,9 +92,9 @@ def open_store(pipeline: str = "indexing") -> Any:
 
 def _run_guarded(args: argparse.Namespace, action) -> int:
     """Run a command body, turning the errors a user can cause into messages and exit codes."""
-    from components.document_identity import IndexingValidationError
-    from components.document_lifecycle import LifecycleError
-    from components.pipeline_loader import PipelineConfigError
+    from components.core.document_identity import IndexingValidationError
+    from components.services.document_lifecycle import LifecycleError
+    from components.services.pipeline_loader import PipelineConfigError
 
     _environment(args)
     try:
@@ -108,7 +108,7 @@ def _run_guarded(args: argparse.Namespace, action) -> int:
     except Exception as error:  # the store (e.g. a shard held by a running server) or a model failed
         from haystack.document_stores.errors import DocumentStoreError
 
-        from components.indexing_service import IndexingError
+        from components.services.indexing_service import IndexingError
 
         if isinstance(error, DocumentStoreError | IndexingError | OSError):
             _error(str(error))
@@ -121,10 +121,10 @@ def _run_guarded(args: argparse.Namespace, action) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.indexing_service import IndexingService
+        from components.services.indexing_service import IndexingService
 
         if os.environ.get("SOURCEBOUND_TORCH_THREADS"):
-            from components.runtime import set_torch_threads
+            from components.core.runtime import set_torch_threads
 
             set_torch_threads()
         from transformers.utils import logging as transformers_logging
@@ -199,7 +199,7 @@ def register_index(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 
 def _invalidate(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.document_lifecycle import invalidate
+        from components.services.document_lifecycle import invalidate
 
         result = invalidate(open_store(args.pipeline), args.tenant, args.document_ids, args.reason, args.cascade_id)
         text = f"invalidated {result['invalidated']} document(s), removed {result['chunks_removed']} chunk(s)"
@@ -225,7 +225,7 @@ def register_invalidate(subparsers: argparse._SubParsersAction) -> argparse.Argu
 def _flag_command(flag: str):
     def command(args: argparse.Namespace) -> int:
         def action() -> int:
-            from components.document_lifecycle import set_flags
+            from components.services.document_lifecycle import set_flags
 
             value = not args.undo
             updated = set_flags(open_store(args.pipeline), args.tenant, args.document_ids, **{flag: value})
@@ -259,7 +259,7 @@ def register_verify(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _delete(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.document_lifecycle import delete_tenant
+        from components.services.document_lifecycle import delete_tenant
 
         removed = delete_tenant(open_store(args.pipeline), args.tenant)
         _print(args, {"tenant_id": args.tenant, "chunks_removed": removed}, f"removed {removed} chunk(s) of {args.tenant}")
@@ -278,7 +278,7 @@ def register_delete(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _stats(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.document_lifecycle import stats
+        from components.services.document_lifecycle import stats
 
         result = stats(open_store(args.pipeline), args.tenant)
         lines = [f"{result['chunks']} chunks in {result['documents']} documents ({result['tokens']} tokens)"]

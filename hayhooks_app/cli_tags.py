@@ -8,7 +8,7 @@ sourcebound tags set-owner --tenant acme hr u-maria   # --none clears the owner 
 sourcebound tags lookup --tenant acme hr
 sourcebound tags list [--tenant acme] [--json]         # every tenant's tags without --tenant
 sourcebound tags users [--json]
-sourcebound tags load evaluation/sample_corpus/directory.yml
+sourcebound tags load examples/sample_corpus/directory.yml
 sourcebound tags remove --tenant acme hr
 sourcebound tags remove-user u-maria
 ```
@@ -32,7 +32,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from components.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
+from components.core.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -142,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     load.add_argument(
         "file",
         help="YAML with `users: [{id, email}]` and `tags: [{tenant_id, name, owner_user_id}]` "
-        "(see components/tag_directory.py)",
+        "(see components/core/tag_directory.py)",
     )
     parser.set_defaults(func=_run)
     return parser

@@ -4,7 +4,7 @@ The application's settings, read once from the environment.
 Everything the HTTP layer needs is here; what the pipelines need (``RAG_*``,
 ``OLLAMA_BASE_URL``, ``CHAT_MODEL``, ``SOURCEBOUND_DATA_DIR``) is read by the
 YAML files through ``${NAME:-default}`` references (see
-``components.pipeline_loader``), so the YAML stays the single source of truth
+``components.services.pipeline_loader``), so the YAML stays the single source of truth
 for pipeline behaviour.
 
 Usage:
@@ -20,9 +20,11 @@ print(settings.data_dir, settings.auth_mode)
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from components.core.errors import SourceboundError
+from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SAMPLE_CORPUS = REPO_ROOT / "evaluation" / "sample_corpus"
+DEFAULT_SAMPLE_CORPUS = SAMPLE_CORPUS_DIR
 
 AUTH_MODES = ("trusted", "api_key")
 QUERY_LOG_TEXT_MODES = ("full", "hash")
@@ -31,7 +33,7 @@ QUERY_LOG_TEXT_MODES = ("full", "hash")
 EXPECTED_PIPELINES = ("delete_tenant", "flags", "index", "invalidate", "rag", "search")
 
 
-class ConfigError(ValueError):
+class ConfigError(SourceboundError, ValueError):
     """An environment variable has a value the application cannot use; the message names it."""
 
 
@@ -71,7 +73,7 @@ class Limits:
     """
     Request size limits of the HTTP layer; each one turns into a 4xx whose message names the limit.
 
-    Query length, ``k``, history and tag-count bounds are the query side's (``components.models``).
+    Query length, ``k``, history and tag-count bounds are the query side's (``components.core.models``).
     """
 
     max_documents_per_request: int = 100

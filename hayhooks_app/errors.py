@@ -33,7 +33,32 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from components.core.document_identity import IndexingValidationError
+from components.core.errors import (
+    ContextError,
+    LLMConnectionError,
+    LLMTimeoutError,
+    ModelNotAllowedError,
+    ModelUnavailableError,
+    RAGServiceError,
+    TokenBudgetExceededError,
+)
+from components.services.document_lifecycle import LifecycleError
+
 logger = logging.getLogger(__name__)
+
+# Domain errors -> (status, type), most specific first; anything else stays a 500.
+_DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
+    (ModelNotAllowedError, 400, "model_not_allowed"),
+    (TokenBudgetExceededError, 413, "token_budget_exceeded"),
+    (ModelUnavailableError, 503, "model_unavailable"),
+    (LLMTimeoutError, 504, "llm_timeout"),
+    (LLMConnectionError, 503, "llm_unavailable"),
+    (IndexingValidationError, 422, "validation_error"),
+    (LifecycleError, 422, "validation_error"),
+    (ContextError, 503, "context_unavailable"),
+    (RAGServiceError, 503, "service_unavailable"),
+)
 
 
 class ApiError(HTTPException):
@@ -102,31 +127,15 @@ def map_exception(error: BaseException) -> ApiError | None:
     """
     Map a domain exception to its ``ApiError``, or ``None`` when it is not a client-visible failure.
 
-    The service-layer hierarchy (``components.errors``) and the indexing validation error are
-    matched by class name so that this module does not import the pipeline stack.
+    Matched by class (``isinstance``), most specific first: see docs/contract.md, "Errors".
     """
     if isinstance(error, ApiError):
         return error
     if isinstance(error, ValidationError):
         return validation_error(describe_validation_errors(error.errors()))
-    names = {cls.__name__ for cls in type(error).__mro__}
-    message = str(error) or type(error).__name__
-    if "ModelNotAllowedError" in names:
-        return ApiError(400, "model_not_allowed", message)
-    if "TokenBudgetExceededError" in names:
-        return ApiError(413, "token_budget_exceeded", message)
-    if "ModelUnavailableError" in names:
-        return ApiError(503, "model_unavailable", message)
-    if "LLMTimeoutError" in names:
-        return ApiError(504, "llm_timeout", message)
-    if "LLMConnectionError" in names:
-        return ApiError(503, "llm_unavailable", message)
-    if names & {"IndexingValidationError", "LifecycleError"}:
-        return ApiError(422, "validation_error", message)
-    if "ContextError" in names:
-        return ApiError(503, "context_unavailable", message)
-    if "RAGServiceError" in names:
-        return ApiError(503, "service_unavailable", message)
+    for error_class, status, kind in _DOMAIN_ERRORS:
+        if isinstance(error, error_class):
+            return ApiError(status, kind, str(error) or type(error).__name__)
     return None
 
 

@@ -29,23 +29,23 @@ from typing import Any
 
 import yaml
 
-from components.pipeline_loader import PIPELINES_DIR
+from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
 PROFILE_SOURCES = ("indexing", "search", "query", "query_ollama")
 
-EDGE = "components.qdrant_edge"
-EDGE_STORE = f"{EDGE}.document_store.QdrantEdgeDocumentStore"
+EDGE_STORE = "components.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore"
+EDGE_RETRIEVERS = "components.retrievers.qdrant_edge"
 SERVER_STORE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 SERVER_RETRIEVERS = "haystack_integrations.components.retrievers.qdrant.retriever"
-BM25_TEXT = f"{EDGE}.bm25_embedders.Bm25TextEmbedder"
-BM25_DOCUMENTS = f"{EDGE}.bm25_embedders.Bm25DocumentEmbedder"
-WRITERS = ("haystack.components.writers.document_writer.DocumentWriter", "components.lifecycle_writer.LifecycleDocumentWriter")
+BM25_TEXT = "components.embedders.bm25_embedders.Bm25TextEmbedder"
+BM25_DOCUMENTS = "components.embedders.bm25_embedders.Bm25DocumentEmbedder"
+WRITERS = ("haystack.components.writers.document_writer.DocumentWriter", "components.writers.lifecycle_document_writer.LifecycleDocumentWriter")
 # Edge retriever -> (server retriever, whether it takes a BM25 query vector).
 RETRIEVERS = {
-    f"{EDGE}.hybrid_retriever.QdrantEdgeHybridRetriever": (f"{SERVER_RETRIEVERS}.QdrantHybridRetriever", True),
-    f"{EDGE}.bm25_retriever.QdrantEdgeBM25Retriever": (f"{SERVER_RETRIEVERS}.QdrantSparseEmbeddingRetriever", True),
-    f"{EDGE}.embedding_retriever.QdrantEdgeEmbeddingRetriever": (f"{SERVER_RETRIEVERS}.QdrantEmbeddingRetriever", False),
+    f"{EDGE_RETRIEVERS}.hybrid_retriever.QdrantEdgeHybridRetriever": (f"{SERVER_RETRIEVERS}.QdrantHybridRetriever", True),
+    f"{EDGE_RETRIEVERS}.bm25_retriever.QdrantEdgeBM25Retriever": (f"{SERVER_RETRIEVERS}.QdrantSparseEmbeddingRetriever", True),
+    f"{EDGE_RETRIEVERS}.embedding_retriever.QdrantEdgeEmbeddingRetriever": (f"{SERVER_RETRIEVERS}.QdrantEmbeddingRetriever", False),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
 ACCESS_FIELDS = ("tenant_id", "tags", "document_id", "scope", "user_id", "project_id")
@@ -54,7 +54,7 @@ HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.
 # Qdrant-server profile: the same pipeline on qdrant-haystack's QdrantDocumentStore at the
 # QDRANT_URL server (collection QDRANT_COLLECTION), with BM25 sparse vectors from
-# components.qdrant_edge's Bm25 embedders. See hayhooks_app/profiles.py for the rules.
+# components.embedders.bm25_embedders. See hayhooks_app/profiles.py for the rules.
 """
 
 

@@ -4,7 +4,7 @@ Request and response models of the HTTP API.
 Requests are strict: unknown fields, wrong JSON types (``"5"`` for an int), out-of-range
 numbers, blank queries, NUL characters and malformed ids are rejected with a 422 whose
 message names the field. The search and RAG bodies are the query side's own models
-(``components.models``, which own the query/``k``/history bounds) with the identity fields
+(``components.core.models``, which own the query/``k``/history bounds) with the identity fields
 made optional; the HTTP layer's own size limits (documents per request, upload and body
 bytes) come from ``hayhooks_app.config.Limits`` (``SOURCEBOUND_MAX_*``), read once at import.
 
@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from components import models as query_models
-from components.models import MAX_CONTEXT_CHUNKS, MAX_HISTORY_MESSAGE_CHARS, MAX_HISTORY_MESSAGES, MAX_TAGS
+from components.core import models as query_models
+from components.core.models import MAX_CONTEXT_CHUNKS, MAX_HISTORY_MESSAGE_CHARS, MAX_HISTORY_MESSAGES, MAX_TAGS
 from hayhooks_app.config import Limits
 
 LIMITS = Limits.from_env()
@@ -76,7 +76,7 @@ class _ApiIdentityFields:
         return value  # the Identifier type already checks each tag
 
 
-# --- search and rag: the query side's models (components.models) with optional identity -----
+# --- search and rag: the query side's models (components.core.models) with optional identity -----
 
 
 class SearchFilters(query_models.SearchFilters):

@@ -2,7 +2,7 @@
 The process-wide service container: one set of loaded pipelines, one store, one records
 database, shared by every Hayhooks wrapper of the process.
 
-Pipelines are loaded from YAML (``components.pipeline_loader.load_pipeline``) once, on first
+Pipelines are loaded from YAML (``components.services.pipeline_loader.load_pipeline``) once, on first
 use or at start-up (``ServiceContainer.build``), under a lock, so concurrent first requests
 never load a pipeline twice. The Qdrant Edge store is shared through its per-path shard
 registry; the container hands the indexing pipeline's store object to the lifecycle
@@ -36,8 +36,8 @@ from urllib.request import urlopen
 from haystack import Pipeline
 from pydantic import BaseModel
 
-from components import document_lifecycle
-from components.pipeline_loader import load_pipeline
+from components.services import document_lifecycle
+from components.services.pipeline_loader import load_pipeline
 from hayhooks_app.config import Settings, service_version
 from hayhooks_app.errors import map_exception
 from hayhooks_app.identity import ApiKeyStore, Identity
@@ -126,7 +126,7 @@ class ServiceContainer:
         if self._indexing is None:
             with self._lock:
                 if self._indexing is None:
-                    from components.indexing_service import IndexingService
+                    from components.services.indexing_service import IndexingService
 
                     self._indexing = IndexingService(
                         self.pipeline("indexing"), max_document_chars=self.settings.limits.max_document_chars
@@ -139,7 +139,7 @@ class ServiceContainer:
         if self._queries is None:
             with self._lock:
                 if self._queries is None:
-                    from components.query_service import QueryService
+                    from components.services.query_service import QueryService
 
                     self._queries = QueryService(self.pipeline("rag"), self.pipeline("search"))
         return self._queries
@@ -312,7 +312,7 @@ class ServiceContainer:
         return result
 
     def _locked_lifecycle(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a :mod:`components.document_lifecycle` operation on the store under the write lock."""
+        """Run a :mod:`components.services.document_lifecycle` operation on the store under the write lock."""
         with self.write_lock:
             return operation(self.store, *args, **kwargs)
 
@@ -415,7 +415,7 @@ class ServiceContainer:
             return {"model": None, "loaded": False}
         model = str(getattr(embedder, "model", ""))
         try:
-            from components.runtime import DEFAULT_EMBEDDING_MODEL_NAME, embedding_model_path
+            from components.core.runtime import DEFAULT_EMBEDDING_MODEL_NAME, embedding_model_path
 
             packaged = Path(model).resolve() == Path(embedding_model_path()).resolve()
         except Exception:  # the packaged model is optional for a custom YAML

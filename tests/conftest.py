@@ -1,10 +1,12 @@
-"""Shared fixtures. Importing `components` first makes the whole test run offline."""
+"""Shared fixtures. The test run is an entry point: it goes offline before anything loads a model."""
 
 import socket
 
 import pytest
 
-import components  # noqa: F401
+from components.core.runtime import configure_offline
+
+configure_offline()
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from components.document_identity import CHUNK_META_FIELDS
-from components.qdrant_edge import QdrantEdgeDocumentStore
+from components.core.document_identity import CHUNK_META_FIELDS
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
 
 # Store fixtures: a test module imports them (``from indexing_support import module_store, store``).
@@ -117,7 +117,7 @@ def roundtrip(component, name: str = "component"):
     """Serialise a component in a pipeline and load it back under the project's module allowlist."""
     from haystack import Pipeline
 
-    from components.pipeline_loader import ALLOWED_MODULES
+    from components.services.pipeline_loader import ALLOWED_MODULES
 
     pipeline = Pipeline()
     pipeline.add_component(name, component)

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from haystack import Document
 
-SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "evaluation" / "sample_corpus"
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "sample_corpus"
 
 
 def chunk(
@@ -103,7 +103,7 @@ def sample_corpus_chunks(tenants: tuple[str, ...] = ("acme", "globex")) -> list[
 def _document_embedder():
     from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 
-    from components.runtime import embedding_model_path
+    from components.core.runtime import embedding_model_path
 
     embedder = SentenceTransformersDocumentEmbedder(model=embedding_model_path(), local_files_only=True, progress_bar=False)
     embedder.warm_up()
@@ -118,7 +118,7 @@ def embed(documents: list[Document]) -> list[Document]:
 
 def write_store(path: str | Path, documents: list[Document]):
     """Embed ``documents`` and write them into the QdrantEdgeDocumentStore at ``path``; returns the store."""
-    from components.qdrant_edge import QdrantEdgeDocumentStore
+    from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
     store = QdrantEdgeDocumentStore(path=str(path), embedding_dim=384)
     store.write_documents(embed(documents))

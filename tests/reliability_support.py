@@ -5,7 +5,7 @@ Helpers shared by the security and reliability tests (``tests/test_security_*.py
 * Canaries: every test document carries one unique token (``zq`` + 12 hex digits), so any
   response text can be scanned for documents it must not show (:func:`canaries_in`).
 * :class:`TestDocument` and :func:`visible`: a test's own model of the access rule
-  (CONTRACT "Access rule"), written independently of ``components.access_rule``, so a bug
+  (CONTRACT "Access rule"), written independently of ``components.core.access_rule``, so a bug
   there cannot hide in the oracle.
 * :func:`store_snapshot` / :func:`live_snapshot`: the whole index as the store holds it
   (every point's id, content, meta and dense vector), read with ``QdrantEdgeDocumentStore``
@@ -27,7 +27,7 @@ from typing import Any
 
 from indexing_support import index_checksum
 
-SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "evaluation" / "sample_corpus" / "directory.yml"
+SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "examples" / "sample_corpus" / "directory.yml"
 CANARY_RE = re.compile(r"zq[0-9a-f]{12}")
 SOURCE_ID_RE = re.compile(r"\[SourceId:\s*([A-Za-z0-9-]+):(\d+)\]")
 INSUFFICIENT = "I don't have enough information in the available documents to answer this question."
@@ -157,7 +157,7 @@ def store_snapshot(qdrant_path: Path | str) -> StoreSnapshot:
 
     Opening also proves the shard is loadable: after a crash this is where the write-ahead log is replayed.
     """
-    from components.qdrant_edge import QdrantEdgeDocumentStore
+    from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
     store = QdrantEdgeDocumentStore(path=str(qdrant_path))
     try:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from components.access_filter import AccessFilterBuilder
-from components.access_rule import AccessRule
+from components.builders.access_filter_builder import AccessFilterBuilder
+from components.core.access_rule import AccessRule
 
 
 @pytest.mark.unit
@@ -16,7 +16,7 @@ class TestAccessFilterBuilder:
 
     def test_to_dict(self):
         assert AccessFilterBuilder(default_verified_only=True).to_dict() == {
-            "type": "components.access_filter.AccessFilterBuilder",
+            "type": "components.builders.access_filter_builder.AccessFilterBuilder",
             "init_parameters": {"default_verified_only": True, "default_exclude_tainted": True},
         }
 

@@ -5,7 +5,7 @@ import logging
 import pytest
 from haystack import Document
 
-from components.access_guard import AccessGuard
+from components.validators.access_guard import AccessGuard
 
 
 def _doc(number: int, **meta) -> Document:
@@ -35,7 +35,7 @@ class TestAccessGuard:
             _doc(7, tainted=True),
             _doc(8),
         ]
-        with caplog.at_level(logging.ERROR, logger="components.access_guard"):
+        with caplog.at_level(logging.ERROR, logger="components.validators.access_guard"):
             out = AccessGuard().run(documents=documents, tenant_id="acme", user_tags=["hr"], user_id="u1")
         assert [doc.id for doc in out["documents"]] == ["d1:0", "d5:0", "d8:0"]
         assert out["violations"] == 5

@@ -5,7 +5,7 @@ import itertools
 import pytest
 from haystack import Document
 
-from components.access_rule import AccessRule
+from components.core.access_rule import AccessRule
 
 
 def _corpus() -> list[Document]:
@@ -92,7 +92,7 @@ class TestAccessRule:
 @pytest.mark.integration
 class TestAccessRuleInTheStore:
     def test_store_filter_and_python_check_agree(self, tmp_path):
-        from components.qdrant_edge import QdrantEdgeDocumentStore
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
         store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=8)
         corpus = _corpus()

@@ -4,8 +4,8 @@ import pytest
 from haystack import Document
 from pydantic import ValidationError
 
-from components.answer_assembler import AnswerAssembler
-from components.models import RAGResponse
+from components.builders.answer_assembler import AnswerAssembler
+from components.core.models import RAGResponse
 
 CONFIDENCE = {"overall": 80, "retrieval_score": 0.6, "coverage_score": 1.0, "llm_score": None}
 CITATION = {
@@ -30,7 +30,7 @@ class TestAnswerAssembler:
         assert AnswerAssembler().time_decimals == 3
 
     def test_to_dict(self):
-        assert AnswerAssembler().to_dict() == {"type": "components.answer_assembler.AnswerAssembler", "init_parameters": {"time_decimals": 3}}
+        assert AnswerAssembler().to_dict() == {"type": "components.builders.answer_assembler.AnswerAssembler", "init_parameters": {"time_decimals": 3}}
 
     def test_from_dict(self):
         assert AnswerAssembler.from_dict(AnswerAssembler(1).to_dict()).time_decimals == 1

@@ -112,7 +112,7 @@ class TestServerProfile:
 class TestServerProfileLoads:
     @pytest.mark.parametrize("name", ["indexing", "search", "query", "query_ollama"])
     def test_profile_pipeline_builds_without_a_server(self, name, tmp_path, no_network):
-        from components.pipeline_loader import load_pipeline
+        from components.services.pipeline_loader import load_pipeline
 
         env = {"QDRANT_URL": "http://qdrant:6333", "SOURCEBOUND_DATA_DIR": str(tmp_path), "OLLAMA_BASE_URL": "http://ollama:11434"}
         pipeline = load_pipeline(profiles.SERVER_PROFILE_DIR / f"{name}.yml", env=env)
@@ -123,9 +123,9 @@ class TestServerProfileLoads:
 
     def test_services_accept_the_profile(self, tmp_path, no_network):
         """The app's services build on the server profile (declared inputs and component roles all resolve)."""
-        from components.indexing_service import IndexingService
-        from components.pipeline_loader import load_pipeline
-        from components.query_service import QueryService
+        from components.services.indexing_service import IndexingService
+        from components.services.pipeline_loader import load_pipeline
+        from components.services.query_service import QueryService
 
         env = {"QDRANT_URL": "http://qdrant:6333", "SOURCEBOUND_DATA_DIR": str(tmp_path)}
         folder = profiles.SERVER_PROFILE_DIR

@@ -151,7 +151,7 @@ class TestErrorMapping:
         ],
     )
     def test_service_errors_map_to_status(self, name, status, error_type):
-        import components.errors as errors
+        import components.core.errors as errors
 
         mapped = map_exception(getattr(errors, name)("because"))
         assert (mapped.status_code, mapped.error_type, mapped.message) == (status, error_type, "because")

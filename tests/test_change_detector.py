@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.change_detector import DEFAULT_COMPARE_FIELDS, DocumentChangeDetector
-from components.qdrant_edge import QdrantEdgeDocumentStore
+from components.caching.document_change_detector import DEFAULT_COMPARE_FIELDS, DocumentChangeDetector
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from indexing_support import module_store, roundtrip, store, stored_chunk  # noqa: F401 (fixtures)
 
 
@@ -24,7 +24,7 @@ class TestDocumentChangeDetector:
 
     def test_to_dict(self, store):
         data = DocumentChangeDetector(document_store=store, compare_fields=["source_hash"]).to_dict()
-        assert data["type"] == "components.change_detector.DocumentChangeDetector"
+        assert data["type"] == "components.caching.document_change_detector.DocumentChangeDetector"
         assert data["init_parameters"]["compare_fields"] == ["source_hash"]
         assert data["init_parameters"]["document_store"]["type"].endswith("QdrantEdgeDocumentStore")
 

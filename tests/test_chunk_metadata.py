@@ -1,9 +1,9 @@
 import pytest
 from haystack import Document
 
-from components.chunk_metadata import ChunkMetadataEnricher
-from components.document_identity import CHUNK_META_FIELDS, content_hash
-from components.token_chunker import count_tokens
+from components.preprocessors.chunk_metadata_enricher import ChunkMetadataEnricher
+from components.core.document_identity import CHUNK_META_FIELDS, content_hash
+from components.preprocessors.token_chunker import count_tokens
 
 
 def chunk(document_id: str, text: str, **meta) -> Document:
@@ -17,7 +17,7 @@ class TestChunkMetadataEnricher:
 
     def test_to_dict(self):
         assert ChunkMetadataEnricher().to_dict() == {
-            "type": "components.chunk_metadata.ChunkMetadataEnricher",
+            "type": "components.preprocessors.chunk_metadata_enricher.ChunkMetadataEnricher",
             "init_parameters": {"encoding": "cl100k_base"},
         }
 

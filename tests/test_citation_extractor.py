@@ -5,7 +5,7 @@ import logging
 import pytest
 from haystack import Document
 
-from components.citation_extractor import CitationExtractor, answer_sentences
+from components.extractors.citation_extractor import CitationExtractor, answer_sentences
 
 
 def _docs() -> list[Document]:
@@ -28,7 +28,7 @@ class TestCitationExtractor:
 
     def test_to_dict(self):
         assert CitationExtractor().to_dict() == {
-            "type": "components.citation_extractor.CitationExtractor", "init_parameters": {"snippet_chars": 200},
+            "type": "components.extractors.citation_extractor.CitationExtractor", "init_parameters": {"snippet_chars": 200},
         }
 
     def test_from_dict(self):
@@ -54,7 +54,7 @@ class TestCitationExtractor:
 
     def test_extract_citations_invalid(self, caplog):
         answer = "Made up [SourceId: doc-zzz:9]. Real [SourceId: faq:0]. Malformed [SourceId: not valid] [Source: faq:0]."
-        with caplog.at_level(logging.WARNING, logger="components.citation_extractor"):
+        with caplog.at_level(logging.WARNING, logger="components.extractors.citation_extractor"):
             out = CitationExtractor().run(answer=answer, documents=_docs())
         assert [c["source_id"] for c in out["citations"]] == ["faq:0"]
         assert out["unknown_source_ids"] == ["doc-zzz:9"]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from components.tag_directory import TagDirectory
+from components.core.tag_directory import TagDirectory
 from hayhooks_app.cli_tags import main
 
-SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "evaluation" / "sample_corpus" / "directory.yml"
+SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "examples" / "sample_corpus" / "directory.yml"
 
 
 @pytest.mark.unit

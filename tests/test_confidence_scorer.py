@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.confidence_scorer import HybridConfidenceScorer, coverage_score
-from components.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.scorers.hybrid_confidence_scorer import HybridConfidenceScorer, coverage_score
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 
 CONTEXT = "[SourceId: hr:2]\n---\nFull-time employees receive 27 vacation days per year.\nCarry-over is capped at 5 days.\n---"
 

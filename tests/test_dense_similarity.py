@@ -5,8 +5,8 @@ import math
 import pytest
 from haystack import Document
 
-from components.dense_similarity import DenseSimilarityScorer
-from components.errors import ContextError
+from components.scorers.dense_similarity_scorer import DenseSimilarityScorer
+from components.core.errors import ContextError
 
 
 def _doc(name: str, embedding, score: float) -> Document:
@@ -22,7 +22,7 @@ class TestDenseSimilarityScorer:
 
     def test_to_dict(self):
         assert DenseSimilarityScorer(min_similarity=0.25).to_dict() == {
-            "type": "components.dense_similarity.DenseSimilarityScorer",
+            "type": "components.scorers.dense_similarity_scorer.DenseSimilarityScorer",
             "init_parameters": {"min_similarity": 0.25, "keep_embeddings": False},
         }
 

@@ -3,8 +3,8 @@ import re
 import pytest
 from haystack import Document
 
-from components.document_identifier import DocumentIdentifier
-from components.document_identity import CHUNK_META_FIELDS, DOCUMENT_ID_PATTERN, IndexingValidationError, content_hash
+from components.validators.document_identifier import DocumentIdentifier
+from components.core.document_identity import CHUNK_META_FIELDS, DOCUMENT_ID_PATTERN, IndexingValidationError, content_hash
 
 ACME = {"tenant_id": "acme", "tags": ["hr"]}
 
@@ -24,7 +24,7 @@ class TestDocumentIdentifier:
 
     def test_to_dict(self):
         assert DocumentIdentifier(allowed_domains=["example.com"]).to_dict() == {
-            "type": "components.document_identifier.DocumentIdentifier",
+            "type": "components.validators.document_identifier.DocumentIdentifier",
             "init_parameters": {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2", "allowed_domains": ["example.com"]},
         }
 

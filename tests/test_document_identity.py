@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from components.document_identity import (
+from components.core.document_identity import (
     DOCUMENT_ID_PATTERN,
     IndexingValidationError,
     access_meta_problems,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from components.document_identity import tenant_document_filter
-from components.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
-from components.qdrant_edge import QdrantEdgeEmbeddingRetriever
+from components.core.document_identity import tenant_document_filter
+from components.services.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
+from components.retrievers.qdrant_edge import QdrantEdgeEmbeddingRetriever
 from indexing_support import module_store, stored_chunk, unit_vector  # noqa: F401 (fixture)
 
 

@@ -3,7 +3,7 @@
 import pytest
 from haystack import Document
 
-from components.document_limiter import PerDocumentLimiter
+from components.filters.per_document_limiter import PerDocumentLimiter
 
 
 def _chunks(spec: str) -> list[Document]:

@@ -5,8 +5,8 @@ from haystack import Document
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.duplicate_filter import DuplicateChunkFilter
-from components.text_analysis import jaccard, jaccard_bound
+from components.filters.duplicate_chunk_filter import DuplicateChunkFilter
+from components.core.text_analysis import jaccard, jaccard_bound
 
 BASE = (
     "Full-time employees receive 27 days of paid annual leave per calendar year, plus the Dutch public holidays. "

@@ -5,7 +5,7 @@ import random
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from components.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from evaluation.datasets import load_sample_gold
 from evaluation.metrics import (
     MetricValue,

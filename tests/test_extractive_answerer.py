@@ -3,9 +3,9 @@
 import pytest
 from haystack import Document
 
-from components.errors import ModelUnavailableError
-from components.extractive_answerer import ExtractiveAnswerer
-from components.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.errors import ModelUnavailableError
+from components.generators.extractive_answerer import ExtractiveAnswerer
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 
 
 def _docs() -> list[Document]:

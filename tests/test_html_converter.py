@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError
-from components.html_converter import HTMLSectionConverter
+from components.core.document_identity import IndexingValidationError
+from components.converters.html_section_converter import HTMLSectionConverter
 
 PAGE = (
     b"<html lang='en'><head><title>Timesheets</title>"
@@ -18,7 +18,7 @@ class TestHTMLSectionConverter:
 
     def test_to_dict(self):
         assert HTMLSectionConverter().to_dict() == {
-            "type": "components.html_converter.HTMLSectionConverter",
+            "type": "components.converters.html_section_converter.HTMLSectionConverter",
             "init_parameters": {"section_max_level": 2},
         }
 

@@ -10,11 +10,11 @@ import threading
 import pytest
 from haystack import Document
 
-from components.document_identity import CHUNK_META_FIELDS, tenant_document_filter, tenant_filter
-from components.document_lifecycle import delete_tenant, invalidate, set_flags, stats
-from components.indexing_service import IndexingService
-from components.pipeline_loader import load_pipeline
-from components.qdrant_edge import QdrantEdgeBM25Retriever, QdrantEdgeEmbeddingRetriever
+from components.core.document_identity import CHUNK_META_FIELDS, tenant_document_filter, tenant_filter
+from components.services.document_lifecycle import delete_tenant, invalidate, set_flags, stats
+from components.services.indexing_service import IndexingService
+from components.services.pipeline_loader import load_pipeline
+from components.retrievers.qdrant_edge import QdrantEdgeBM25Retriever, QdrantEdgeEmbeddingRetriever
 from indexing_support import index_checksum, sentences, write_mixed_folder
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -8,8 +8,8 @@ index exactly as it was (count and a checksum of ids, contents and meta before a
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError, tenant_document_filter
-from components.indexing_service import IndexingService
+from components.core.document_identity import IndexingValidationError, tenant_document_filter
+from components.services.indexing_service import IndexingService
 from indexing_support import index_checksum, make_pdf, sentences, stored_chunk
 
 
@@ -218,10 +218,10 @@ class TestIndexingPipelineYaml:
     def test_yaml_round_trips_and_names_the_edge_store(self, service):
         from haystack import Pipeline
 
-        from components.pipeline_loader import ALLOWED_MODULES
+        from components.services.pipeline_loader import ALLOWED_MODULES
 
         dumped = service.pipeline.dumps()
-        assert "components.qdrant_edge.document_store.QdrantEdgeDocumentStore" in dumped
+        assert "components.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore" in dumped
         reloaded = Pipeline.loads(dumped, allowed_modules=ALLOWED_MODULES)
         assert set(dict(reloaded.walk())) == set(dict(service.pipeline.walk()))
         assert IndexingService(reloaded).document_store.path == service.document_store.path
@@ -239,8 +239,8 @@ class TestIndexingPipelineYaml:
 @pytest.mark.integration
 class TestExtractedTextLimit:
     def test_a_source_expanding_past_the_limit_is_rejected_before_anything_runs(self, tmp_path):
-        from components.indexing_service import IndexingService, IndexingValidationError
-        from components.pipeline_loader import load_pipeline
+        from components.services.indexing_service import IndexingService, IndexingValidationError
+        from components.services.pipeline_loader import load_pipeline
 
         service = IndexingService(
             load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=1000
@@ -253,8 +253,8 @@ class TestExtractedTextLimit:
             service.validate_texts([{"content": "x" * 1001, "tenant_id": "acme", "tags": ["ops"]}])
 
     def test_rejects_a_non_positive_limit(self, tmp_path):
-        from components.indexing_service import IndexingService
-        from components.pipeline_loader import load_pipeline
+        from components.services.indexing_service import IndexingService
+        from components.services.pipeline_loader import load_pipeline
 
         with pytest.raises(ValueError, match="max_document_chars"):
             IndexingService(load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=0)

@@ -6,10 +6,10 @@ from dataclasses import replace
 import pytest
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from components.change_detector import plan_entry
-from components.document_identity import tenant_document_filter
-from components.lifecycle_writer import LifecycleDocumentWriter
-from components.qdrant_edge import QdrantEdgeDocumentStore
+from components.caching.document_change_detector import plan_entry
+from components.core.document_identity import tenant_document_filter
+from components.writers.lifecycle_document_writer import LifecycleDocumentWriter
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from indexing_support import module_store, roundtrip, store, stored_chunk  # noqa: F401 (fixtures)
 
 
@@ -27,7 +27,7 @@ class TestLifecycleDocumentWriter:
 
     def test_to_dict(self, store):
         data = LifecycleDocumentWriter(document_store=store).to_dict()
-        assert data["type"] == "components.lifecycle_writer.LifecycleDocumentWriter"
+        assert data["type"] == "components.writers.lifecycle_document_writer.LifecycleDocumentWriter"
         assert data["init_parameters"]["document_store"]["init_parameters"]["path"] == store.path
 
     def test_from_dict(self, store):

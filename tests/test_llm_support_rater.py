@@ -5,9 +5,9 @@ import logging
 
 import pytest
 
-from components.errors import LLMConnectionError, ModelNotAllowedError
-from components.llm_support_rater import LLMSupportRater, parse_rating
-from components.prompts import CONFIDENCE_PROMPT
+from components.core.errors import LLMConnectionError, ModelNotAllowedError
+from components.scorers.llm_support_rater import LLMSupportRater, parse_rating
+from components.core.prompts import CONFIDENCE_PROMPT
 from ollama_double import OllamaDouble, ollama_target  # noqa: F401  (fixture)
 
 CONTEXT = "[SourceId: hr:2]\n---\nEmployees receive 27 days of paid annual leave.\n---"
@@ -58,7 +58,7 @@ class TestLLMSupportRater:
     def test_run_unparsable_rating_is_logged_and_none(self, ollama_target, caplog):
         double = ollama_target.require_double()
         double.rating = "I am very confident!"
-        with caplog.at_level(logging.WARNING, logger="components.llm_support_rater"):
+        with caplog.at_level(logging.WARNING, logger="components.scorers.llm_support_rater"):
             out = LLMSupportRater(url=ollama_target.url).run(query="q", answer="a", context=CONTEXT)
         assert out == {"llm_score": None}
         assert "Unparsable support rating" in caplog.text

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError
-from components.markdown_converter import MarkdownSectionConverter
+from components.core.document_identity import IndexingValidationError
+from components.converters.markdown_section_converter import MarkdownSectionConverter
 
 
 @pytest.mark.unit
@@ -14,7 +14,7 @@ class TestMarkdownSectionConverter:
 
     def test_to_dict(self):
         assert MarkdownSectionConverter(section_max_level=3).to_dict() == {
-            "type": "components.markdown_converter.MarkdownSectionConverter",
+            "type": "components.converters.markdown_section_converter.MarkdownSectionConverter",
             "init_parameters": {"section_max_level": 3},
         }
 

@@ -3,8 +3,8 @@ test_ollama_answerer)."""
 
 import pytest
 
-from components.errors import ModelNotAllowedError
-from components.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
+from components.core.errors import ModelNotAllowedError
+from components.core.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
 
 
 @pytest.mark.unit

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from components.models import (
+from components.core.models import (
     INSUFFICIENT_INFORMATION_ANSWER,
     MAX_QUERY_CHARS,
     ConfidenceScore,

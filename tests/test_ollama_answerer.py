@@ -6,9 +6,9 @@ import time
 import pytest
 from haystack.dataclasses import ChatMessage
 
-from components.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
-from components.ollama_answerer import OllamaAnswerer
-from components.prompt_builder import SourceIdPromptBuilder
+from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
+from components.generators.ollama_answerer import OllamaAnswerer
+from components.builders.source_id_prompt_builder import SourceIdPromptBuilder
 from ollama_double import OllamaDouble, ollama_target  # noqa: F401  (fixture)
 from query_corpus import chunk
 

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError
-from components.pdf_converter import PDFPageConverter
+from components.core.document_identity import IndexingValidationError
+from components.converters.pdf_page_converter import PDFPageConverter
 from indexing_support import make_pdf
 
 
@@ -12,7 +12,7 @@ class TestPDFPageConverter:
         assert isinstance(PDFPageConverter(), PDFPageConverter)
 
     def test_to_dict(self):
-        assert PDFPageConverter().to_dict() == {"type": "components.pdf_converter.PDFPageConverter", "init_parameters": {}}
+        assert PDFPageConverter().to_dict() == {"type": "components.converters.pdf_page_converter.PDFPageConverter", "init_parameters": {}}
 
     def test_from_dict(self):
         assert isinstance(PDFPageConverter.from_dict(PDFPageConverter().to_dict()), PDFPageConverter)

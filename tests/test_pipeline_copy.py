@@ -1,4 +1,4 @@
-"""Tests for components.pipeline_copy: the fast path copies exactly like Haystack's deep copy, and pipelines still isolate inputs."""
+"""Tests for components.services.pipeline_copy: the fast path copies exactly like Haystack's deep copy, and pipelines still isolate inputs."""
 
 from copy import deepcopy
 from datetime import datetime, timezone
@@ -8,7 +8,7 @@ from haystack import Document, Pipeline, component
 from haystack.core.pipeline import base, pipeline, utils
 from haystack.dataclasses import ByteStream, SparseEmbedding
 
-from components.pipeline_copy import fast_deepcopy_with_exceptions, install_fast_input_copy, uninstall_fast_input_copy
+from components.services.pipeline_copy import fast_deepcopy_with_exceptions, install_fast_input_copy, uninstall_fast_input_copy
 
 
 @pytest.fixture

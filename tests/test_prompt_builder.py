@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.prompt_builder import SourceIdPromptBuilder
-from components.prompts import RAG_SYSTEM_PROMPT
+from components.builders.source_id_prompt_builder import SourceIdPromptBuilder
+from components.core.prompts import RAG_SYSTEM_PROMPT
 
 
 def _docs() -> list[Document]:
@@ -31,7 +31,7 @@ class TestSourceIdPromptBuilder:
 
     def test_to_dict(self):
         data = SourceIdPromptBuilder(user_prompt="Q: {query}").to_dict()
-        assert data["type"] == "components.prompt_builder.SourceIdPromptBuilder"
+        assert data["type"] == "components.builders.source_id_prompt_builder.SourceIdPromptBuilder"
         assert data["init_parameters"]["user_prompt"] == "Q: {query}"
 
     def test_from_dict(self):

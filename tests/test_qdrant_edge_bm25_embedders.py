@@ -6,9 +6,8 @@ from haystack.components.writers import DocumentWriter
 from haystack.dataclasses import SparseEmbedding
 from qdrant_edge import Bm25
 
-from components.qdrant_edge import (
-    Bm25DocumentEmbedder,
-    Bm25TextEmbedder,
+from components.embedders.bm25_embedders import Bm25DocumentEmbedder, Bm25TextEmbedder
+from components.document_stores.qdrant_edge import (
     MissingContentError,
     QdrantEdgeDocumentStore,
     StoreConfigError,
@@ -33,7 +32,7 @@ class TestBm25DocumentEmbedder:
 
     def test_to_dict(self):
         assert Bm25DocumentEmbedder(bm25_config={"avg_len": 120}).to_dict() == {
-            "type": "components.qdrant_edge.bm25_embedders.Bm25DocumentEmbedder",
+            "type": "components.embedders.bm25_embedders.Bm25DocumentEmbedder",
             "init_parameters": {"bm25_config": {"avg_len": 120}},
         }
 
@@ -65,7 +64,7 @@ class TestBm25TextEmbedder:
 
     def test_to_dict(self):
         assert Bm25TextEmbedder().to_dict() == {
-            "type": "components.qdrant_edge.bm25_embedders.Bm25TextEmbedder",
+            "type": "components.embedders.bm25_embedders.Bm25TextEmbedder",
             "init_parameters": {"bm25_config": None},
         }
 

@@ -28,7 +28,7 @@ from haystack.testing.document_store import (
     WriteDocumentsTest,
 )
 
-from components.qdrant_edge import (
+from components.document_stores.qdrant_edge import (
     DocumentValidationError,
     DuplicateDocumentError,
     EmbeddingDimensionError,
@@ -38,8 +38,8 @@ from components.qdrant_edge import (
     StoreConfigError,
     TenantConflictError,
 )
-from components.qdrant_edge.converters import point_id
-from components.qdrant_edge.shard import open_paths, resolve_path
+from components.document_stores.qdrant_edge.converters import point_id
+from components.document_stores.qdrant_edge.shard import open_paths, resolve_path
 
 CONFORMANCE_DIM = 768  # the conformance suites' embeddings
 DIM = 4
@@ -227,7 +227,7 @@ class TestQdrantEdgeDocumentStore:
 
     def test_to_dict(self, store):
         assert store.to_dict() == {
-            "type": "components.qdrant_edge.document_store.QdrantEdgeDocumentStore",
+            "type": "components.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore",
             "init_parameters": {
                 "path": store.path,
                 "embedding_dim": DIM,
@@ -522,7 +522,7 @@ class TestSharingAndPersistence:
         code = f"""
             import os
             from haystack import Document
-            from components.qdrant_edge import QdrantEdgeDocumentStore
+            from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
             store = QdrantEdgeDocumentStore(path={path!r}, embedding_dim=4)
             store.write_documents([Document(id=f"doc-1:{{i}}", content="crash test", embedding=[1.0, i, 0, 0])
                                    for i in range(10)])
@@ -539,7 +539,7 @@ class TestSharingAndPersistence:
     @pytest.mark.slow
     def test_second_process_gets_a_typed_error_naming_the_path(self, store):
         code = f"""
-            from components.qdrant_edge import QdrantEdgeDocumentStore, ShardLockedError
+            from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore, ShardLockedError
             try:
                 QdrantEdgeDocumentStore(path={store.path!r}, embedding_dim=4)
             except ShardLockedError as error:

@@ -4,9 +4,9 @@ import pytest
 from haystack import Document
 from qdrant_edge import Filter, HasIdCondition
 
-from components.qdrant_edge import FilterError, QdrantEdgeDocumentStore
-from components.qdrant_edge.converters import point_id
-from components.qdrant_edge.filters import convert_filters
+from components.document_stores.qdrant_edge import FilterError, QdrantEdgeDocumentStore
+from components.document_stores.qdrant_edge.converters import point_id
+from components.document_stores.qdrant_edge.filters import convert_filters
 
 
 @pytest.mark.unit
@@ -190,11 +190,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from qdrant_edge import FieldCondition, ScrollRequest  # noqa: E402
 
-from components.qdrant_edge.converters import ACCESS_KEYS_PATH  # noqa: E402
+from components.document_stores.qdrant_edge.converters import ACCESS_KEYS_PATH  # noqa: E402
 
 
 def access_rule(tenant, tags, branches, extra=(), order=None) -> dict:
-    """The access rule as components.access_rule builds it, with branches as ("tenant",) / ("user", id) / ..."""
+    """The access rule as components.core.access_rule builds it, with branches as ("tenant",) / ("user", id) / ..."""
     scope_branches = []
     for branch in branches:
         if branch[0] == "tenant":

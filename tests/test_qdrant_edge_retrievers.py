@@ -8,11 +8,13 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.types import FilterPolicy
 
-from components.qdrant_edge import (
+from components.document_stores.qdrant_edge import (
     EmbeddingDimensionError,
     FilterError,
-    QdrantEdgeBM25Retriever,
     QdrantEdgeDocumentStore,
+)
+from components.retrievers.qdrant_edge import (
+    QdrantEdgeBM25Retriever,
     QdrantEdgeEmbeddingRetriever,
     QdrantEdgeHybridRetriever,
 )
@@ -79,7 +81,7 @@ class TestQdrantEdgeEmbeddingRetriever:
     def test_to_dict(self, store):
         retriever = QdrantEdgeEmbeddingRetriever(document_store=store, filters=ACME, top_k=3, score_threshold=0.2)
         assert retriever.to_dict() == {
-            "type": "components.qdrant_edge.embedding_retriever.QdrantEdgeEmbeddingRetriever",
+            "type": "components.retrievers.qdrant_edge.embedding_retriever.QdrantEdgeEmbeddingRetriever",
             "init_parameters": {
                 "document_store": store_dict(store),
                 "filters": ACME,
@@ -146,7 +148,7 @@ class TestQdrantEdgeBM25Retriever:
     def test_to_dict(self, store):
         retriever = QdrantEdgeBM25Retriever(document_store=store, top_k=4, return_embedding=True)
         assert retriever.to_dict() == {
-            "type": "components.qdrant_edge.bm25_retriever.QdrantEdgeBM25Retriever",
+            "type": "components.retrievers.qdrant_edge.bm25_retriever.QdrantEdgeBM25Retriever",
             "init_parameters": {
                 "document_store": store_dict(store),
                 "filters": None,
@@ -204,7 +206,7 @@ class TestQdrantEdgeHybridRetriever:
             document_store=store, top_k=5, return_embedding=True, prefetch_limit=20, rrf_k=10
         )
         assert retriever.to_dict() == {
-            "type": "components.qdrant_edge.hybrid_retriever.QdrantEdgeHybridRetriever",
+            "type": "components.retrievers.qdrant_edge.hybrid_retriever.QdrantEdgeHybridRetriever",
             "init_parameters": {
                 "document_store": store_dict(store),
                 "filters": None,

@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from components.prompts import QUERY_CLASSIFIER_PROMPT
-from components.query_classifier import QueryClassifier, classify_by_rules, parse_category
+from components.core.prompts import QUERY_CLASSIFIER_PROMPT
+from components.classifiers.query_classifier import QueryClassifier, classify_by_rules, parse_category
 from ollama_double import ollama_target  # noqa: F401  (fixture)
 
 HISTORY = [
@@ -81,7 +81,7 @@ class TestQueryClassifierOllama:
     def test_run_unparsable_reply_uses_rules(self, ollama_target, caplog):
         double = ollama_target.require_double()
         double.category = "hmm, hard to say"
-        with caplog.at_level(logging.WARNING, logger="components.query_classifier"):
+        with caplog.at_level(logging.WARNING, logger="components.classifiers.query_classifier"):
             out = QueryClassifier(backend="ollama", url=ollama_target.url).run(query="How do I book travel?")
         assert out["query_type"] == "PROCEDURAL" and "Unparsable query category" in caplog.text
 

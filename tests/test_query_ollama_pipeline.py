@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from components.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
-from components.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse
-from components.prompts import CONFIDENCE_PROMPT, QUERY_CLASSIFIER_PROMPT
-from components.query_service import QueryService
-from components.tag_directory import TagDirectory
+from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse
+from components.core.prompts import CONFIDENCE_PROMPT, QUERY_CLASSIFIER_PROMPT
+from components.services.query_service import QueryService
+from components.core.tag_directory import TagDirectory
 from ollama_double import ollama_target  # noqa: F401  (fixture)
 from query_corpus import sample_corpus_chunks, write_store
 

@@ -17,14 +17,14 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.errors import ModelNotAllowedError, TokenBudgetExceededError
-from components.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse, SearchResponse
-from components.query_service import QueryService
-from components.tag_directory import TagDirectory
+from components.core.errors import ModelNotAllowedError, TokenBudgetExceededError
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse, SearchResponse
+from components.services.query_service import QueryService
+from components.core.tag_directory import TagDirectory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SAMPLE = Path(__file__).resolve().parent.parent / "evaluation" / "sample_corpus"
+SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sample_corpus"
 INDEXED = {"acme-hr-handbook", "acme-expense-policy", "acme-onboarding-priya", "acme-atlas-design", "globex-employee-handbook"}
 ACME_HR = {"tenant_id": "acme", "user_tags": ["hr"]}
 LEAVE_QUESTION = "How many days of paid annual leave do full-time employees get?"
@@ -33,7 +33,7 @@ LEAVE_QUESTION = "How many days of paid annual leave do full-time employees get?
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
     """A data dir with part of the sample corpus indexed by the indexing pipeline, plus its tag directory."""
-    from components.indexing_service import IndexingService
+    from components.services.indexing_service import IndexingService
 
     data_dir = tmp_path_factory.mktemp("query-pipeline")
     indexing = IndexingService.from_yaml(env={"SOURCEBOUND_DATA_DIR": str(data_dir)})

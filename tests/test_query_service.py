@@ -7,8 +7,8 @@ from haystack import Pipeline, component
 from haystack.document_stores.errors import DocumentStoreError
 from pydantic import ValidationError
 
-from components.errors import ContextError, ModelNotAllowedError
-from components.query_service import QueryService, declared_io
+from components.core.errors import ContextError, ModelNotAllowedError
+from components.services.query_service import QueryService, declared_io
 
 RESPONSE = {
     "answer": "a", "confidence": {"overall": 0, "retrieval_score": 0.0, "coverage_score": 0.0, "llm_score": None},

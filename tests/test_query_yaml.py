@@ -6,8 +6,8 @@ import re
 import pytest
 from haystack import Pipeline
 
-from components.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline
-from components.prompts import CONFIDENCE_PROMPT, CONTEXT_CHUNK_TEMPLATE, QUERY_CLASSIFIER_PROMPT, RAG_SYSTEM_PROMPT
+from components.services.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline
+from components.core.prompts import CONFIDENCE_PROMPT, CONTEXT_CHUNK_TEMPLATE, QUERY_CLASSIFIER_PROMPT, RAG_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.integration
 

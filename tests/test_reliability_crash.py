@@ -251,8 +251,8 @@ def test_resending_the_request_completes_it(after_crash, third_run):
 
 
 def test_a_second_process_gets_a_clear_error(data_dir, third_run):
-    from components.qdrant_edge import QdrantEdgeDocumentStore
-    from components.qdrant_edge.errors import ShardLockedError
+    from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+    from components.document_stores.qdrant_edge.errors import ShardLockedError
 
     before = live_snapshot(data_dir)
     with pytest.raises(ShardLockedError, match="held by another process") as caught:

@@ -7,8 +7,8 @@ slower than ``RAG_TIMEOUT_SECONDS`` on ``/rag/run`` (504), a reply without citat
 ``ollama pull``), the allowlist and the token budget. This module adds:
 
 * an unparsable or out-of-range confidence rating: ``llm_score`` is ``None`` and the confidence
-  renormalises over retrieval and coverage (``components/llm_support_rater.py``,
-  ``components/confidence_scorer.py``); reasoning blocks and "/100" are tolerated;
+  renormalises over retrieval and coverage (``components/scorers/llm_support_rater.py``,
+  ``components/scorers/hybrid_confidence_scorer.py``); reasoning blocks and "/100" are tolerated;
 * Ollama going down while the service runs (503 within a second, health degraded, search still
   served) and coming back (answers again without a restart);
 * an empty reply from the LLM;
@@ -180,7 +180,7 @@ class TestGrounding:
 @pytest.fixture(scope="module")
 def directory(server):
     """The sample corpus's tag-owner directory (acme's ``hr`` owner: maria) in the server's ``tags.sqlite``."""
-    from components.tag_directory import TagDirectory
+    from components.core.tag_directory import TagDirectory
 
     TagDirectory(server.data_dir / "tags.sqlite").load_from_yaml(SAMPLE_DIRECTORY)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.retrieval_planner import RetrievalPlanner
+from components.planners.retrieval_planner import RetrievalPlanner
 
 
 @pytest.mark.unit

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from components import runtime
+from components.core import runtime
 
 
 @pytest.mark.unit
@@ -41,7 +41,7 @@ class TestConfigureOffline:
         assert runtime.query_embedding_dtype("") == "float32"
 
     def test_pipelines_embed_queries_in_the_detected_dtype_unless_configured(self):
-        from components.pipeline_loader import load_pipeline_dict
+        from components.services.pipeline_loader import load_pipeline_dict
 
         for name in ("search", "query", "query_ollama"):
             detected = load_pipeline_dict(name, env={})["components"]["embedder"]["init_parameters"]["model_kwargs"]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from components.models import SearchMode
-from components.search_mode_router import SearchModeRouter
+from components.core.models import SearchMode
+from components.routers.search_mode_router import SearchModeRouter
 
 EMBEDDING = [0.1, 0.2, 0.3]
 
@@ -18,7 +18,7 @@ class TestSearchModeRouter:
 
     def test_to_dict(self):
         assert SearchModeRouter(default_mode="vector").to_dict() == {
-            "type": "components.search_mode_router.SearchModeRouter",
+            "type": "components.routers.search_mode_router.SearchModeRouter",
             "init_parameters": {"default_mode": "vector"},
         }
 

@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.errors import ContextError
-from components.search_mode_selector import SearchModeSelector
+from components.core.errors import ContextError
+from components.joiners.search_mode_selector import SearchModeSelector
 
 QUERY = [1.0, 0.0]
 
@@ -35,7 +35,7 @@ class TestSearchModeSelector:
 
     def test_to_dict(self):
         assert SearchModeSelector(top_k=3).to_dict() == {
-            "type": "components.search_mode_selector.SearchModeSelector", "init_parameters": {"top_k": 3},
+            "type": "components.joiners.search_mode_selector.SearchModeSelector", "init_parameters": {"top_k": 3},
         }
 
     def test_from_dict(self):

@@ -3,10 +3,10 @@
 import pytest
 from haystack import Document
 
-from components.models import SearchResponse
-from components.prompts import format_chunk
-from components.search_results_builder import SearchResultsBuilder
-from components.text_analysis import count_tokens
+from components.core.models import SearchResponse
+from components.core.prompts import format_chunk
+from components.builders.search_results_builder import SearchResultsBuilder
+from components.core.text_analysis import count_tokens
 
 
 def _docs() -> list[Document]:

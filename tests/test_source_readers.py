@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.source_readers import (
+from components.converters.source_readers import (
     SourceReadError,
     decode_text,
     markdown_title,

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError
-from components.source_router import SourceRouter
+from components.core.document_identity import IndexingValidationError
+from components.routers.source_router import SourceRouter
 
 
 @pytest.mark.unit
@@ -11,7 +11,7 @@ class TestSourceRouter:
         assert isinstance(SourceRouter(), SourceRouter)
 
     def test_to_dict(self):
-        assert SourceRouter().to_dict() == {"type": "components.source_router.SourceRouter", "init_parameters": {}}
+        assert SourceRouter().to_dict() == {"type": "components.routers.source_router.SourceRouter", "init_parameters": {}}
 
     def test_from_dict(self):
         assert isinstance(SourceRouter.from_dict(SourceRouter().to_dict()), SourceRouter)

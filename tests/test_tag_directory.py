@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from components.tag_directory import TagDirectory, TagDirectoryError, TagOwner, default_tag_directory_path
+from components.core.tag_directory import TagDirectory, TagDirectoryError, TagOwner, default_tag_directory_path
 
-SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "evaluation" / "sample_corpus" / "directory.yml"
+SAMPLE_DIRECTORY = Path(__file__).resolve().parent.parent / "examples" / "sample_corpus" / "directory.yml"
 
 
 @pytest.mark.unit

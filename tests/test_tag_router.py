@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from haystack import Document
 
-from components.tag_directory import TagDirectory
-from components.tag_router import TagRouter, primary_tag
+from components.core.tag_directory import TagDirectory
+from components.routers.tag_router import TagRouter, primary_tag
 
 CITATION = [{"source_id": "d0:0"}]
 
@@ -45,7 +45,7 @@ class TestTagRouter:
 
     def test_to_dict(self, directory_path):
         assert TagRouter(directory_path=directory_path, admin_email="ops@x.example").to_dict() == {
-            "type": "components.tag_router.TagRouter",
+            "type": "components.routers.tag_router.TagRouter",
             "init_parameters": {"directory_path": directory_path, "admin_email": "ops@x.example", "confidence_threshold": 60},
         }
 

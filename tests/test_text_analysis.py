@@ -3,7 +3,7 @@
 import pytest
 from haystack import Document
 
-from components.text_analysis import (
+from components.core.text_analysis import (
     chunk_fields,
     content_words,
     count_tokens,
@@ -88,7 +88,7 @@ class TestTokens:
 @pytest.mark.unit
 class TestLenientMeta:
     def test_odd_meta_values_do_not_break_ids(self):
-        from components.text_analysis import chunk_index_of, optional_int
+        from components.core.text_analysis import chunk_index_of, optional_int
 
         assert [optional_int(v) for v in (4, "4", 4.0, "4.5", "x", None, True)] == [4, 4, 4, None, None, None, None]
         odd = Document(id="doc-1:7", content="t", meta={"document_id": "doc-1", "chunk_index": "seven"})

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.document_identity import IndexingValidationError, content_hash
-from components.text_converter import TextFileConverter
+from components.core.document_identity import IndexingValidationError, content_hash
+from components.converters.text_file_converter import TextFileConverter
 
 
 @pytest.mark.unit
@@ -11,7 +11,7 @@ class TestTextFileConverter:
         assert isinstance(TextFileConverter(), TextFileConverter)
 
     def test_to_dict(self):
-        assert TextFileConverter().to_dict() == {"type": "components.text_converter.TextFileConverter", "init_parameters": {}}
+        assert TextFileConverter().to_dict() == {"type": "components.converters.text_file_converter.TextFileConverter", "init_parameters": {}}
 
     def test_from_dict(self):
         assert isinstance(TextFileConverter.from_dict(TextFileConverter().to_dict()), TextFileConverter)

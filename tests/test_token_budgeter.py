@@ -3,10 +3,10 @@
 import pytest
 from haystack import Document
 
-from components.errors import ModelNotAllowedError, TokenBudgetExceededError
-from components.prompts import render_context, render_history
-from components.text_analysis import count_tokens
-from components.token_budgeter import TokenBudgeter
+from components.core.errors import ModelNotAllowedError, TokenBudgetExceededError
+from components.core.prompts import render_context, render_history
+from components.core.text_analysis import count_tokens
+from components.filters.token_budgeter import TokenBudgeter
 
 TINY = {"tiny": {"context_window": 1200, "max_response": 200}, "llama3.2": {"context_window": 8192, "max_response": 1024}}
 
@@ -34,7 +34,7 @@ class TestTokenBudgeter:
 
     def test_to_dict(self):
         data = TokenBudgeter(default_model="tiny", models=TINY).to_dict()
-        assert data["type"] == "components.token_budgeter.TokenBudgeter"
+        assert data["type"] == "components.filters.token_budgeter.TokenBudgeter"
         assert data["init_parameters"]["models"] == TINY and data["init_parameters"]["max_history_tokens"] == 1000
 
     def test_from_dict(self):

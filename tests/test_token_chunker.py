@@ -8,8 +8,8 @@ from haystack import Document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.runtime import embedding_model_path
-from components.token_chunker import TokenChunker, count_tokens
+from components.core.runtime import embedding_model_path
+from components.preprocessors.token_chunker import TokenChunker, count_tokens
 from indexing_support import sentences
 
 TOLERANCE = 20
@@ -63,7 +63,7 @@ class TestTokenChunker:
 
     def test_to_dict(self):
         assert TokenChunker(chunk_size=100, chunk_overlap=20, max_tokens=110, embedder_tokenizer=None).to_dict() == {
-            "type": "components.token_chunker.TokenChunker",
+            "type": "components.preprocessors.token_chunker.TokenChunker",
             "init_parameters": {
                 "chunk_size": 100,
                 "chunk_overlap": 20,
@@ -140,11 +140,11 @@ class TestTokenChunker:
         assert_a6(text, chunker.split_text(text), chunker)
 
     def test_init_warns_loudly_when_chunks_exceed_the_embedder(self, caplog):
-        with caplog.at_level(logging.WARNING, logger="components.token_chunker"):
+        with caplog.at_level(logging.WARNING, logger="components.preprocessors.token_chunker"):
             TokenChunker(chunk_size=400, chunk_overlap=50, max_tokens=440, embedder_tokenizer=None)
         assert "more than the 256 the embedder reads" in caplog.text and "truncates" in caplog.text
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="components.token_chunker"):
+        with caplog.at_level(logging.WARNING, logger="components.preprocessors.token_chunker"):
             TokenChunker()
         assert caplog.text == ""
 
@@ -159,7 +159,7 @@ class TestTokenChunker:
         text = "\n".join(f"{row} {number}" for number in range(300))
         unchecked = TokenChunker(embedder_tokenizer=None).split_text(text)
         assert max(wordpieces([text[s:e] for s, e, _ in unchecked])) > 256  # the hazard is real
-        with caplog.at_level(logging.WARNING, logger="components.token_chunker"):
+        with caplog.at_level(logging.WARNING, logger="components.preprocessors.token_chunker"):
             chunks = TokenChunker().run(documents=[Document(content=text)])["documents"]
         assert max(wordpieces([chunk.content for chunk in chunks])) <= 256
         assert "shortened to fit the embedder" in caplog.text

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.url_canonicalizer import (
+from components.core.url_canonicalizer import (
     canonicalize_url,
     domain_allowed,
     is_http_url,

@@ -1,0 +1,1 @@
+"""Components that skip work already done (unchanged documents)."""

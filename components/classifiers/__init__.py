@@ -1,0 +1,1 @@
+"""Components that classify queries."""

@@ -1,0 +1,1 @@
+"""Converters from source files to Haystack Documents (sections and pages kept)."""

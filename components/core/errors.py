@@ -1,0 +1,66 @@
+"""
+The RAG service's exception hierarchy (specification v2, "Error Handling").
+
+Components raise these typed errors; they never map them to HTTP codes. The API
+layer does that (400 not allowed, 413 budget, 503 unavailable/connection,
+504 timeout). Every message names the fix.
+
+```
+SourceboundError                  the one base of every error sourcebound raises
+└── RAGServiceError
+    ├── LLMConnectionError        cannot reach Ollama
+    ├── LLMTimeoutError           Ollama answered too slowly
+    ├── ModelNotAllowedError      model outside the allowlist
+    ├── ModelUnavailableError     model not pulled / not served by this backend
+    ├── ContextError              retrieval or context formatting failed
+    └── TokenBudgetExceededError  query + system prompt do not fit the model window
+
+The other errors (indexing validation, lifecycle, store, configuration, tag directory) derive from
+``SourceboundError`` too, beside the builtin or Haystack class callers already catch (``ValueError``,
+``DocumentStoreError``), so the HTTP layer maps them with ``isinstance`` (docs/contract.md, "Errors").
+```
+"""
+
+
+class SourceboundError(Exception):
+    """Base of every error sourcebound raises on purpose."""
+
+
+class RAGServiceError(SourceboundError):
+    """Base exception for RAG service errors."""
+
+
+class LLMConnectionError(RAGServiceError):
+    """Cannot connect to Ollama."""
+
+
+class LLMTimeoutError(RAGServiceError):
+    """LLM response timed out."""
+
+
+class ModelNotAllowedError(RAGServiceError):
+    """Requested model not in allowlist."""
+
+
+class ModelUnavailableError(RAGServiceError):
+    """Model not available in Ollama (or not served by the configured backend)."""
+
+
+class ContextError(RAGServiceError):
+    """Failed to retrieve or format context."""
+
+
+class TokenBudgetExceededError(RAGServiceError):
+    """Query + system prompt (+ reserved response) exceed the model's context window."""
+
+
+__all__ = [
+    "SourceboundError",
+    "RAGServiceError",
+    "LLMConnectionError",
+    "LLMTimeoutError",
+    "ModelNotAllowedError",
+    "ModelUnavailableError",
+    "ContextError",
+    "TokenBudgetExceededError",
+]

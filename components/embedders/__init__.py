@@ -1,0 +1,1 @@
+"""Embedders (BM25 sparse vectors for qdrant-haystack)."""

@@ -1,0 +1,1 @@
+"""Components that extract structured data from answers (citations)."""

@@ -1,0 +1,1 @@
+"""Answer generators: the extractive answerer (no LLM) and the Ollama answerer."""

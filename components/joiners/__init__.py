@@ -1,0 +1,1 @@
+"""Components that join the outputs of alternative branches."""

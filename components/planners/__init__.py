@@ -1,0 +1,1 @@
+"""Components that plan retrieval (how many candidates to fetch)."""

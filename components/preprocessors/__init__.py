@@ -1,0 +1,1 @@
+"""Preprocessors: token chunking and chunk metadata."""

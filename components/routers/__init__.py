@@ -1,0 +1,1 @@
+"""Routers: file types, search modes, CITE/ROUTE by tag owner."""

@@ -1,0 +1,1 @@
+"""Scorers: dense similarity, LLM support rating, hybrid confidence."""

@@ -1,0 +1,1 @@
+"""Services above the components: indexing, querying, document lifecycle, pipeline loading."""

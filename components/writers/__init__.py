@@ -1,0 +1,1 @@
+"""Document writers (atomic per-document replace)."""
