@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install serve test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install serve lint test test-fast test-slow eval bench bench-store bench-quick clean
 
 install: $(STAMP)
 
@@ -24,7 +24,13 @@ $(STAMP): requirements.lock constraints.txt pyproject.toml
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
-test: $(STAMP)
+# Style (ruff lint + format, 120 columns) and the layer contracts (import-linter, pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)

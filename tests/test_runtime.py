@@ -77,10 +77,28 @@ class TestOfflineLoading:
         assert len(embedding) == runtime.DEFAULT_EMBEDDING_DIM
         assert any(abs(value) > 1e-6 for value in embedding)
 
-    def test_fresh_process_is_offline_after_importing_components(self, tmp_path):
+    def test_importing_components_has_no_side_effects(self, tmp_path):
+        # Every module under components/, imported in a clean interpreter: no variable set, no file written.
+        code = (
+            "import importlib, os, pkgutil, components;"
+            "before = dict(os.environ);"
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(components.__path__, 'components.')];"
+            "changed = {k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k)};"
+            "assert not changed, changed;"
+            "print('ok')"
+        )
+        env = {k: v for k, v in os.environ.items() if k not in {"TIKTOKEN_CACHE_DIR", "HF_HUB_OFFLINE"}}
+        env["SOURCEBOUND_CACHE_DIR"] = str(tmp_path / "cache")
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "ok"
+        assert not (tmp_path / "cache").exists()
+
+    def test_fresh_process_is_offline_after_the_entry_point_setup(self, tmp_path):
         # A clean interpreter with a fresh cache dir: tiktoken must resolve from the package.
         code = (
-            "import components, os, tiktoken;"
+            "from components.core.runtime import configure_offline; configure_offline();"
+            "import os, tiktoken;"
             "assert os.environ['HF_HUB_OFFLINE'] == '1';"
             "print(len(tiktoken.get_encoding('o200k_base').encode('hello world')))"
         )

@@ -90,7 +90,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from components.embedders.bm25_embedders import build_bm25, require_content
+from components.document_stores.qdrant_edge.bm25 import build_bm25, require_content
 from components.document_stores.qdrant_edge.converters import (
     ACCESS_FIELDS,
     ACCESS_KEYS_PATH,
