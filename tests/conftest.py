@@ -8,6 +8,9 @@ from components.core.runtime import configure_offline
 
 configure_offline()
 
+# Fixtures shared across folders: the Ollama double (or a real Ollama) and the module-scoped Edge store.
+pytest_plugins = ["support.ollama_double", "support.indexing_support"]
+
 
 @pytest.fixture
 def no_network(monkeypatch):
