@@ -61,7 +61,7 @@ def copy_ab(wrapper, bodies: list[dict[str, Any]]) -> dict[str, Any]:
 
     samples: dict[str, list[tuple[float, float]]] = {"haystack_copy": [], "fast_copy": []}
     for index, body in enumerate(bodies):
-        for variant in (("haystack_copy", "fast_copy") if index % 2 == 0 else ("fast_copy", "haystack_copy")):
+        for variant in ("haystack_copy", "fast_copy") if index % 2 == 0 else ("fast_copy", "haystack_copy"):
             if variant == "fast_copy":
                 install_fast_input_copy()
             else:
@@ -69,11 +69,15 @@ def copy_ab(wrapper, bodies: list[dict[str, Any]]) -> dict[str, Any]:
             samples[variant].append(_timed_call(wrapper, body))
     install_fast_input_copy()
     result = {
-        variant: {"wall_p50_ms": round(statistics.median(wall for wall, _ in values), 2),
-                  "cpu_mean_ms": round(statistics.fmean(cpu for _, cpu in values), 2)}  # fmt: skip
+        variant: {
+            "wall_p50_ms": round(statistics.median(wall for wall, _ in values), 2),
+            "cpu_mean_ms": round(statistics.fmean(cpu for _, cpu in values), 2),
+        }  # fmt: skip
         for variant, values in samples.items()
     }
-    result["cpu_saved_pct"] = round(100.0 * (1 - result["fast_copy"]["cpu_mean_ms"] / result["haystack_copy"]["cpu_mean_ms"]), 1)
+    result["cpu_saved_pct"] = round(
+        100.0 * (1 - result["fast_copy"]["cpu_mean_ms"] / result["haystack_copy"]["cpu_mean_ms"]), 1
+    )
     return result
 
 
@@ -133,8 +137,8 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
     _reset_run_state(data_dir)
     os.environ["SOURCEBOUND_DATA_DIR"] = str(data_dir)
     os.environ["SOURCEBOUND_TORCH_THREADS"] = str(torch_threads)
-    from components.services.pipeline_copy import install_fast_input_copy
     from components.core.runtime import set_torch_threads
+    from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import Settings
     from hayhooks_app.service import configure
 

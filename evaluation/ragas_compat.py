@@ -58,7 +58,9 @@ def install_vertexai_placeholder() -> bool:
         """Stand-in so that ``import ragas`` works; Vertex AI is not available here."""
 
         def __init__(self, *args, **kwargs):
-            raise RagasUnavailableError("ChatVertexAI is a placeholder from evaluation.ragas_compat; Vertex AI is not supported.")
+            raise RagasUnavailableError(
+                "ChatVertexAI is a placeholder from evaluation.ragas_compat; Vertex AI is not supported."
+            )
 
     placeholder.ChatVertexAI = ChatVertexAI
     sys.modules[VERTEXAI_MODULE] = placeholder
@@ -77,4 +79,6 @@ def import_ragas() -> types.ModuleType:
     try:
         return importlib.import_module("ragas")
     except ImportError as error:
-        raise RagasUnavailableError(f"ragas does not import ({error}); install the pinned set with `make install`.") from error
+        raise RagasUnavailableError(
+            f"ragas does not import ({error}); install the pinned set with `make install`."
+        ) from error

@@ -44,7 +44,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="data folder (default: SOURCEBOUND_DATA_DIR or ./data)")
-    common.add_argument("--pipeline", default="indexing", help="indexing pipeline name or YAML path (default: indexing)")
+    common.add_argument(
+        "--pipeline", default="indexing", help="indexing pipeline name or YAML path (default: indexing)"
+    )
     common.add_argument("--json", action="store_true", help="print the result as JSON")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     return common
@@ -229,7 +231,12 @@ def _flag_command(flag: str):
 
             value = not args.undo
             updated = set_flags(open_store(args.pipeline), args.tenant, args.document_ids, **{flag: value})
-            result = {"tenant_id": args.tenant, "document_ids": args.document_ids, flag: value, "chunks_updated": updated}
+            result = {
+                "tenant_id": args.tenant,
+                "document_ids": args.document_ids,
+                flag: value,
+                "chunks_updated": updated,
+            }
             _print(args, result, f"{flag}={str(value).lower()} on {updated} chunk(s)")
             return EXIT_OK if updated else EXIT_FAILED
 
@@ -238,7 +245,9 @@ def _flag_command(flag: str):
     return command
 
 
-def _register_flag(subparsers: argparse._SubParsersAction, name: str, flag: str, help_text: str) -> argparse.ArgumentParser:
+def _register_flag(
+    subparsers: argparse._SubParsersAction, name: str, flag: str, help_text: str
+) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, parents=[_common_options()], help=help_text)
     parser.add_argument("document_ids", nargs="+", metavar="DOC_ID", help="document_id values")
     parser.add_argument("--tenant", required=True, help="tenant_id owning the documents")
@@ -262,7 +271,9 @@ def _delete(args: argparse.Namespace) -> int:
         from components.services.document_lifecycle import delete_tenant
 
         removed = delete_tenant(open_store(args.pipeline), args.tenant)
-        _print(args, {"tenant_id": args.tenant, "chunks_removed": removed}, f"removed {removed} chunk(s) of {args.tenant}")
+        _print(
+            args, {"tenant_id": args.tenant, "chunks_removed": removed}, f"removed {removed} chunk(s) of {args.tenant}"
+        )
         return EXIT_OK
 
     return _run_guarded(args, action)
@@ -283,7 +294,10 @@ def _stats(args: argparse.Namespace) -> int:
         result = stats(open_store(args.pipeline), args.tenant)
         lines = [f"{result['chunks']} chunks in {result['documents']} documents ({result['tokens']} tokens)"]
         lines.append(f"tainted chunks: {result['tainted_chunks']}, verified chunks: {result['verified_chunks']}")
-        lines += [f"  {tenant}: {row['documents']} documents, {row['chunks']} chunks" for tenant, row in result["tenants"].items()]
+        lines += [
+            f"  {tenant}: {row['documents']} documents, {row['chunks']} chunks"
+            for tenant, row in result["tenants"].items()
+        ]
         _print(args, result, "\n".join(lines))
         return EXIT_OK
 
@@ -314,7 +328,9 @@ def plugin_modules() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sourcebound`` parser with every command registered."""
-    parser = argparse.ArgumentParser(prog="sourcebound", description="Index documents and manage the sourcebound index.")
+    parser = argparse.ArgumentParser(
+        prog="sourcebound", description="Index documents and manage the sourcebound index."
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:
         register(subparsers)

@@ -58,7 +58,10 @@ def _execute(args: argparse.Namespace, directory: TagDirectory) -> tuple[object,
         return {"user_id": args.user_id, "email": args.email}, f"user {args.user_id} <{args.email}> saved"
     if command == "remove-user":
         removed = directory.remove_user(args.user_id)
-        return {"user_id": args.user_id, "removed": removed}, f"user {args.user_id} {'removed' if removed else 'not found'}"
+        return {
+            "user_id": args.user_id,
+            "removed": removed,
+        }, f"user {args.user_id} {'removed' if removed else 'not found'}"
     if command == "set-owner":
         if (args.user_id is None) == (not args.none):
             raise TagDirectoryError("give an owner USER_ID or --none, not both or neither")

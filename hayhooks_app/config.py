@@ -20,6 +20,7 @@ print(settings.data_dir, settings.auth_mode)
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from components.core.errors import SourceboundError
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 
@@ -86,7 +87,9 @@ class Limits:
     @classmethod
     def from_env(cls) -> "Limits":
         return cls(
-            max_documents_per_request=_env_int("SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1),
+            max_documents_per_request=_env_int(
+                "SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1
+            ),
             max_document_chars=_env_int("SOURCEBOUND_MAX_DOCUMENT_CHARS", cls.max_document_chars, 1),
             max_document_ids=_env_int("SOURCEBOUND_MAX_DOCUMENT_IDS", cls.max_document_ids, 1),
             max_request_bytes=_env_int("SOURCEBOUND_MAX_REQUEST_BYTES", cls.max_request_bytes, 1024),
@@ -149,7 +152,9 @@ class Settings:
             records_retention_days=_env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
             records_prune_interval_s=_env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
             bootstrap_corpus=_env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
-            sample_corpus_dir=Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS),
+            sample_corpus_dir=Path(
+                os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
+            ),
             limits=Limits.from_env(),
         )
 

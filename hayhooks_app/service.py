@@ -117,7 +117,12 @@ class ServiceContainer:
                 pipeline = load_pipeline(self.pipeline_name(kind))
                 pipeline.warm_up()
                 self._pipelines[kind] = pipeline
-                logger.info("Loaded the %s pipeline (%s) in %.1f s.", kind, self.pipeline_name(kind), time.perf_counter() - started)
+                logger.info(
+                    "Loaded the %s pipeline (%s) in %.1f s.",
+                    kind,
+                    self.pipeline_name(kind),
+                    time.perf_counter() - started,
+                )
             return self._pipelines[kind]
 
     @property
@@ -211,7 +216,11 @@ class ServiceContainer:
     @staticmethod
     def _with_identity(request: dict[str, Any], identity: Identity) -> dict[str, Any]:
         # The identity's values replace whatever the body said: they are the only access input.
-        payload = {key: value for key, value in request.items() if key not in {"tenant_id", "user_tags", "user_id", "project_id"}}
+        payload = {
+            key: value
+            for key, value in request.items()
+            if key not in {"tenant_id", "user_tags", "user_id", "project_id"}
+        }
         payload.update(tenant_id=identity.tenant_id, user_tags=list(identity.user_tags))
         if identity.user_id is not None:
             payload["user_id"] = identity.user_id
@@ -237,7 +246,9 @@ class ServiceContainer:
         metrics.query_results.labels(endpoint, mode).observe(count)
         metrics.query_tokens.labels(endpoint).observe(tokens)
         metrics.queries.labels(endpoint, "ok").inc()
-        self._log_query(endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens)
+        self._log_query(
+            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens
+        )
         return result
 
     def rag(self, request: dict[str, Any], identity: Identity, endpoint: str = "rag") -> dict[str, Any]:
@@ -249,7 +260,9 @@ class ServiceContainer:
         except Exception as error:
             latency_ms = (time.perf_counter() - started) * 1000
             metrics.queries.labels(endpoint, _outcome(error)).inc()
-            self._log_query(endpoint, payload, identity, latency_ms, model=payload.get("model"), outcome=_outcome(error))
+            self._log_query(
+                endpoint, payload, identity, latency_ms, model=payload.get("model"), outcome=_outcome(error)
+            )
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count = int(result.get("context_chunks_used") or 0)
@@ -270,7 +283,9 @@ class ServiceContainer:
 
     # ------------------------------------------------------------------ index changes
 
-    def _record_indexing(self, result: dict[str, Any], tenant_ids: list[str], key_id: str | None, latency_s: float) -> None:
+    def _record_indexing(
+        self, result: dict[str, Any], tenant_ids: list[str], key_id: str | None, latency_s: float
+    ) -> None:
         metrics.embedding_latency.observe(latency_s)
         metrics.chunks_created.inc(int(result.get("chunks_written") or 0))
         documents = result.get("documents", [])
@@ -308,7 +323,9 @@ class ServiceContainer:
         started = time.perf_counter()
         with self.write_lock:
             result = as_dict(self.indexing.index_streams(streams))
-        self._record_indexing(result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started)
+        self._record_indexing(
+            result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started
+        )
         return result
 
     def _locked_lifecycle(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -410,7 +427,9 @@ class ServiceContainer:
         }
 
     def _embedder_status(self) -> dict[str, Any]:
-        embedder = find_component(self.pipeline("search"), lambda c: type(c).__name__.endswith("TextEmbedder") and hasattr(c, "model"))
+        embedder = find_component(
+            self.pipeline("search"), lambda c: type(c).__name__.endswith("TextEmbedder") and hasattr(c, "model")
+        )
         if embedder is None:
             return {"model": None, "loaded": False}
         model = str(getattr(embedder, "model", ""))
@@ -446,7 +465,12 @@ def _introspect_generator(pipeline: Pipeline) -> dict[str, Any]:
     ollama = find_component(pipeline, lambda c: "Ollama" in type(c).__name__ and hasattr(c, "url"))
     if ollama is not None:
         url = str(getattr(ollama, "url", "")).rstrip("/")
-        return {"backend": "ollama", "model": getattr(ollama, "model", None), "url": url, "reachable": _reachable(f"{url}/api/tags")}
+        return {
+            "backend": "ollama",
+            "model": getattr(ollama, "model", None),
+            "url": url,
+            "reachable": _reachable(f"{url}/api/tags"),
+        }
     return {"backend": "extractive", "model": "extractive", "reachable": True}
 
 

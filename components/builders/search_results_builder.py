@@ -24,7 +24,14 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import SearchResponse
 from components.core.prompts import CONTEXT_CHUNK_TEMPLATE, format_chunk, validate_chunk_template
-from components.core.text_analysis import chunk_index_of, count_tokens, document_id_of, snippet, source_id_of, validate_encoding
+from components.core.text_analysis import (
+    chunk_index_of,
+    count_tokens,
+    document_id_of,
+    snippet,
+    source_id_of,
+    validate_encoding,
+)
 
 
 @component
@@ -107,7 +114,9 @@ class SearchResultsBuilder:
         return text, tokens
 
     @component.output_types(response=dict[str, Any])
-    def run(self, documents: list[Document], search_mode: str, max_tokens: int = 2000, latency_ms: float = 0.0) -> dict[str, Any]:
+    def run(
+        self, documents: list[Document], search_mode: str, max_tokens: int = 2000, latency_ms: float = 0.0
+    ) -> dict[str, Any]:
         """
         :param documents: Retrieved chunks in rank order (``score`` = dense similarity).
         :param search_mode: ``vector``, ``keyword`` or ``hybrid``.

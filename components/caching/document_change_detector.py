@@ -134,7 +134,9 @@ class DocumentChangeDetector:
             return "pending", None
         previous = stored[0].meta
         changed = [
-            field for field in self._fields if _comparable(field, meta.get(field)) != _comparable(field, previous.get(field))
+            field
+            for field in self._fields
+            if _comparable(field, meta.get(field)) != _comparable(field, previous.get(field))
         ]
         return ("pending", None) if changed else ("unchanged", None)
 

@@ -31,9 +31,9 @@ from haystack.dataclasses import ChatMessage
 
 from components.core.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
 from components.core.models import QueryType
-from components.generators.ollama_chat import OllamaChat, strip_thinking, validate_ollama_settings
 from components.core.prompts import QUERY_CLASSIFIER_PROMPT, validate_template
 from components.core.text_analysis import content_words, words
+from components.generators.ollama_chat import OllamaChat, strip_thinking, validate_ollama_settings
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,9 @@ class QueryClassifier:
         for message in (chat_history or [])[-2:]:
             content = str(message.get("content", ""))
             if content.strip() and message.get("role") in ("user", "assistant"):
-                earlier.append(ChatMessage.from_user(content) if message["role"] == "user" else ChatMessage.from_assistant(content))
+                earlier.append(
+                    ChatMessage.from_user(content) if message["role"] == "user" else ChatMessage.from_assistant(content)
+                )
         return [*earlier, ChatMessage.from_user(self.prompt.format(query=query))]
 
     def _result(self, query: str, chat_history: list[dict[str, Any]] | None, query_type: QueryType) -> dict[str, Any]:
@@ -180,7 +182,9 @@ class QueryClassifier:
         return category
 
     @component.output_types(query_type=str, retrieval_query=str)
-    def run(self, query: str, chat_history: list[dict[str, Any]] | None = None, model: str | None = None) -> dict[str, Any]:
+    def run(
+        self, query: str, chat_history: list[dict[str, Any]] | None = None, model: str | None = None
+    ) -> dict[str, Any]:
         """
         :param query: The user's question.
         :param chat_history: Earlier messages ``{"role", "content"}``, oldest first.
@@ -202,5 +206,7 @@ class QueryClassifier:
         if self._chat is None:
             return self._result(query, chat_history, classify_by_rules(query, chat_history))
         name, _ = resolve_model(model or self.model, self.models)
-        reply, _ = await self._chat.chat_async(name, self._messages(query, chat_history), {"temperature": 0.0, "num_predict": 8})
+        reply, _ = await self._chat.chat_async(
+            name, self._messages(query, chat_history), {"temperature": 0.0, "num_predict": 8}
+        )
         return self._result(query, chat_history, self._from_reply(reply, query, chat_history))

@@ -35,7 +35,6 @@ from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-
 from urllib.parse import urljoin
 
 from haystack import Document
@@ -43,8 +42,8 @@ from haystack.components.converters.utils import get_bytestream_from_source, nor
 from haystack.dataclasses import ByteStream
 
 from components.core.document_identity import IndexingValidationError, content_hash
-from components.core.url_canonicalizer import is_http_url
 from components.core.errors import SourceboundError
+from components.core.url_canonicalizer import is_http_url
 
 logger = logging.getLogger(__name__)
 
@@ -501,7 +500,9 @@ def convert_streams(streams: list[ByteStream], source_type: str, section_max_lev
     return documents
 
 
-def to_streams(sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None) -> list[ByteStream]:
+def to_streams(
+    sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None
+) -> list[ByteStream]:
     """
     Sources (paths or byte streams) as byte streams carrying their meta, as Haystack converters accept them.
 

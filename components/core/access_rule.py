@@ -64,7 +64,9 @@ class AccessRule:
             raise ValueError("tenant_id is required: every retrieval is confined to one tenant.")
         tags = tuple(self.user_tags) if not isinstance(self.user_tags, str) else (self.user_tags,)
         if not tags or any(not isinstance(tag, str) or not tag for tag in tags):
-            raise ValueError("user_tags must name at least one non-empty tag; a request without tags sees nothing (reject it at the API).")
+            raise ValueError(
+                "user_tags must name at least one non-empty tag; a request without tags sees nothing (reject it at the API)."
+            )
         # Sorted and de-duplicated so the filter (and anything cached on it) is deterministic.
         object.__setattr__(self, "user_tags", tuple(sorted(set(tags))))
         for name in ("user_id", "project_id"):
@@ -200,7 +202,10 @@ class RequestOptionDefaults:
         :param default_verified_only: ``verified_only`` when the request does not set it.
         :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
         """
-        for name, value in (("default_verified_only", default_verified_only), ("default_exclude_tainted", default_exclude_tainted)):
+        for name, value in (
+            ("default_verified_only", default_verified_only),
+            ("default_exclude_tainted", default_exclude_tainted),
+        ):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be a boolean, got {value!r}.")
         self.default_verified_only = default_verified_only

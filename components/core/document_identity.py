@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from components.core.url_canonicalizer import canonicalize_url
 from components.core.errors import SourceboundError
+from components.core.url_canonicalizer import canonicalize_url
 
 # File extension -> source_type. Raw text sent through the API is source_type "text".
 SOURCE_TYPE_BY_EXTENSION = {

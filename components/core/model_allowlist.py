@@ -39,7 +39,9 @@ def validate_allowlist(models: Mapping[str, Any]) -> dict[str, dict[str, int]]:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Model {name!r}: {field} must be a positive integer, got {value!r}.")
         if response >= window:
-            raise ValueError(f"Model {name!r}: max_response ({response}) must be smaller than context_window ({window}).")
+            raise ValueError(
+                f"Model {name!r}: max_response ({response}) must be smaller than context_window ({window})."
+            )
         checked[name] = {"context_window": window, "max_response": response}
     return checked
 

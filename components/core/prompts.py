@@ -88,7 +88,9 @@ def validate_template(template: str, allowed: set[str], required: set[str], para
     try:
         fields = template_fields(template)
     except ValueError as error:
-        raise ValueError(f"{parameter} is not a valid str.format template ({error}); write literal braces as {{{{ }}}}.") from error
+        raise ValueError(
+            f"{parameter} is not a valid str.format template ({error}); write literal braces as {{{{ }}}}."
+        ) from error
     unknown = fields - allowed
     if unknown:
         raise ValueError(f"{parameter} uses unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}.")
@@ -132,7 +134,9 @@ def format_chunk(document, chunk_template: str = CONTEXT_CHUNK_TEMPLATE, none_va
     return chunk_template.format(**chunk_fields(document, none_value))
 
 
-def render_context(documents, chunk_template: str = CONTEXT_CHUNK_TEMPLATE, separator: str = "\n\n", none_value: str = "N/A") -> str:
+def render_context(
+    documents, chunk_template: str = CONTEXT_CHUNK_TEMPLATE, separator: str = "\n\n", none_value: str = "N/A"
+) -> str:
     """All context chunks, in order, joined by ``separator``."""
     return separator.join(format_chunk(document, chunk_template, none_value) for document in documents)
 

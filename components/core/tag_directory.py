@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from components.core.errors import SourceboundError
 
+from components.core.errors import SourceboundError
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,10 @@ class TagDirectory:
         if not tag:
             raise TagDirectoryError("A tag needs a name.")
         with closing(self._connect()) as connection, connection:
-            if owner_user_id is not None and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner_user_id,)).fetchone() is None:
+            if (
+                owner_user_id is not None
+                and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner_user_id,)).fetchone() is None
+            ):
                 raise TagDirectoryError(f"Unknown user {owner_user_id!r}: add it first (`sourcebound tags add-user`).")
             connection.execute(_UPSERT_TAG, (tenant_id, tag, owner_user_id))
 
@@ -181,7 +184,9 @@ class TagDirectory:
         """Remove a tenant's tag from the directory. Returns whether it existed."""
         _require_tenant(tenant_id)
         with closing(self._connect()) as connection, connection:
-            return connection.execute("DELETE FROM tags WHERE tenant_id = ? AND name = ?", (tenant_id, tag)).rowcount > 0
+            return (
+                connection.execute("DELETE FROM tags WHERE tenant_id = ? AND name = ?", (tenant_id, tag)).rowcount > 0
+            )
 
     def lookup(self, tenant_id: str, tag: str) -> TagOwner | None:
         """
@@ -257,7 +262,12 @@ class TagDirectory:
                 if not name:
                     raise TagDirectoryError(f"A tag of tenant {tenant_id!r} needs a name.")
                 owner = None if owner is None else str(owner)
-                if owner is not None and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None:
-                    raise TagDirectoryError(f"Tag {name!r} ({tenant_id}) names unknown owner {owner!r}; list it under `users`.")
+                if (
+                    owner is not None
+                    and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None
+                ):
+                    raise TagDirectoryError(
+                        f"Tag {name!r} ({tenant_id}) names unknown owner {owner!r}; list it under `users`."
+                    )
                 connection.execute(_UPSERT_TAG, (tenant_id, str(name), owner))
         return {"users": len(users), "tags": len(tags)}

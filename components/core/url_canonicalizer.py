@@ -143,7 +143,9 @@ def canonicalize_url(url: str) -> str:
         netloc = f"{userinfo}@{netloc}"
 
     query_pairs = [
-        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True) if not is_tracking_parameter(name)
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if not is_tracking_parameter(name)
     ]
     query = urlencode(sorted(query_pairs), quote_via=quote, safe="-._~")
     return urlunsplit((scheme, netloc, _normalise_path(parts.path), query, ""))

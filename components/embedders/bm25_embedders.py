@@ -26,8 +26,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import SparseEmbedding
+
 from components.document_stores.qdrant_edge.bm25 import build_bm25, require_content
 from components.document_stores.qdrant_edge.converters import to_sparse_embedding
+
 
 class _Bm25Component:
     """The ``bm25_config`` init parameter and (de)serialisation of both BM25 embedders."""
@@ -79,7 +81,9 @@ class Bm25DocumentEmbedder(_Bm25Component):
         if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
             raise TypeError("Bm25DocumentEmbedder expects a list of Documents; for a string use Bm25TextEmbedder.")
         embedded = [
-            dataclasses.replace(doc, sparse_embedding=to_sparse_embedding(self._bm25.embed_document(require_content(doc))))
+            dataclasses.replace(
+                doc, sparse_embedding=to_sparse_embedding(self._bm25.embed_document(require_content(doc)))
+            )
             for doc in documents
         ]
         return {"documents": embedded}

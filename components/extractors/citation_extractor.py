@@ -124,4 +124,8 @@ class CitationExtractor:
         all_cited = bool(sentences) and all(
             any(source_id in by_source_id for source_id in find_source_ids(sentence)) for sentence in sentences
         )
-        return {"citations": list(citations.values()), "unknown_source_ids": list(unknown), "all_sentences_cited": all_cited}
+        return {
+            "citations": list(citations.values()),
+            "unknown_source_ids": list(unknown),
+            "all_sentences_cited": all_cited,
+        }

@@ -197,7 +197,9 @@ class TokenBudgeter:
         model_name, limits = resolve_model(model or self.default_model, self.models)
         window = limits["context_window"]
         response = min(limits["max_response"], self.max_response_tokens)
-        system_tokens = max(self.system_prompt_tokens, self.count(self.system_prompt.format(context="", chat_history="")))
+        system_tokens = max(
+            self.system_prompt_tokens, self.count(self.system_prompt.format(context="", chat_history=""))
+        )
         query_tokens = self.count(self.user_prompt.format(query=query))
         available = window - system_tokens - response - query_tokens
         if available < 0:
@@ -211,7 +213,9 @@ class TokenBudgeter:
         history_budget = min(available // 3, self.max_history_tokens)
         kept_history, history_tokens = self.truncate_history(history, history_budget)
         if len(kept_history) < len(history):
-            logger.info("Chat history truncated: kept the %d most recent of %d messages.", len(kept_history), len(history))
+            logger.info(
+                "Chat history truncated: kept the %d most recent of %d messages.", len(kept_history), len(history)
+            )
         available -= history_tokens
 
         context_budget = min(available, self.max_context_tokens)

@@ -120,7 +120,9 @@ class ExtractiveAnswerer:
                 # Fragments and ALL-CAPS headings ("YOUR ONBOARDING BUDDY") are labels, not answers.
                 if len(words(sentence)) < self.min_sentence_words or sentence.upper() == sentence:
                     continue
-                candidates.append((sentence, source_id_of(document), similarity, rank, position, set(content_words(sentence))))
+                candidates.append(
+                    (sentence, source_id_of(document), similarity, rank, position, set(content_words(sentence)))
+                )
         if not candidates:
             return []
         frequency = Counter(term for *_, terms in candidates for term in set(query_terms) & terms)

@@ -95,7 +95,9 @@ class OllamaChat:
     def _new_generator(self, model: str):
         from haystack_integrations.components.generators.ollama import OllamaChatGenerator
 
-        return OllamaChatGenerator(model=model, url=self.url, timeout=self.timeout, keep_alive=self.keep_alive, think=self.think)
+        return OllamaChatGenerator(
+            model=model, url=self.url, timeout=self.timeout, keep_alive=self.keep_alive, think=self.think
+        )
 
     def generator(self, model: str):
         """The (cached) ``OllamaChatGenerator`` for ``model``, for synchronous calls."""
@@ -163,8 +165,21 @@ class OllamaChat:
         try:
             names = self.available_models()
         except RAGServiceError as error:
-            return {"backend": "ollama", "model": model, "url": self.url, "reachable": False, "model_available": False, "error": str(error)}
-        return {"backend": "ollama", "model": model, "url": self.url, "reachable": True, "model_available": _available(model, names)}
+            return {
+                "backend": "ollama",
+                "model": model,
+                "url": self.url,
+                "reachable": False,
+                "model_available": False,
+                "error": str(error),
+            }
+        return {
+            "backend": "ollama",
+            "model": model,
+            "url": self.url,
+            "reachable": True,
+            "model_available": _available(model, names),
+        }
 
     def chat(
         self,
@@ -195,7 +210,9 @@ class OllamaChat:
         generator = self.async_generator(model)
         started = time.perf_counter()
         with ollama_errors(self.url, model, self.timeout):
-            result = await generator.run_async(messages=messages, generation_kwargs=options, streaming_callback=streaming_callback)
+            result = await generator.run_async(
+                messages=messages, generation_kwargs=options, streaming_callback=streaming_callback
+            )
         return strip_thinking(result["replies"][0].text or ""), (time.perf_counter() - started) * 1000.0
 
 

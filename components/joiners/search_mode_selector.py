@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.scorers.dense_similarity_scorer import cosine_similarity, deterministic_order
 from components.core.errors import ContextError
 from components.core.models import search_mode_name
+from components.scorers.dense_similarity_scorer import cosine_similarity, deterministic_order
 
 
 @component
@@ -95,7 +95,8 @@ class SearchModeSelector:
         if any(doc.embedding is None for doc in selected):
             raise ContextError(f"The {mode} results lack embeddings; set `return_embedding: true` on its retriever.")
         similarities = cosine_similarity(
-            np.asarray(query_embedding, dtype=np.float64), np.asarray([doc.embedding for doc in selected], dtype=np.float64)
+            np.asarray(query_embedding, dtype=np.float64),
+            np.asarray([doc.embedding for doc in selected], dtype=np.float64),
         )
         ordered = deterministic_order(selected, [float(value) for value in similarities])[:limit]
         documents = [replace(doc, meta={**doc.meta, "retrieved_by": _sources(doc, mode)}) for doc, _ in ordered]

@@ -23,7 +23,11 @@ class RetrievalPlanner:
     """
 
     def __init__(
-        self, default_context_chunks: int = 5, over_fetch_factor: int = 3, max_context_chunks: int = 20, tie_margin: int = 5
+        self,
+        default_context_chunks: int = 5,
+        over_fetch_factor: int = 3,
+        max_context_chunks: int = 20,
+        tie_margin: int = 5,
     ) -> None:
         """
         :param default_context_chunks: Context chunks when the request does not say (``RAG_TOTAL_CONTEXT_CHUNKS``).

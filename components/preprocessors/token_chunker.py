@@ -134,7 +134,9 @@ class TokenChunker:
         if chunk_size < 8:
             raise ValueError(f"chunk_size must be at least 8 tokens, got {chunk_size}")
         if not 0 <= chunk_overlap < chunk_size // 2:
-            raise ValueError(f"chunk_overlap must be >= 0 and below chunk_size / 2 ({chunk_size // 2}), got {chunk_overlap}")
+            raise ValueError(
+                f"chunk_overlap must be >= 0 and below chunk_size / 2 ({chunk_size // 2}), got {chunk_overlap}"
+            )
         if max_tokens is not None and max_tokens < chunk_size:
             raise ValueError(f"max_tokens ({max_tokens}) must be >= chunk_size ({chunk_size})")
         if not 0.1 <= min_fill <= 1.0:
@@ -184,7 +186,9 @@ class TokenChunker:
         if self.embedder_tokenizer and self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(resolve_model_reference(self.embedder_tokenizer), local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(
+                resolve_model_reference(self.embedder_tokenizer), local_files_only=True
+            )
             # The Rust tokenizer counts ~10x faster than the Python wrapper; it must not truncate while counting.
             self._tokenizer = tokenizer.backend_tokenizer
             self._tokenizer.no_truncation()
@@ -265,7 +269,9 @@ class TokenChunker:
                     break
             limit = start + _prefix_chars(encoding, tokens, self.chunk_size)
             # A chunk shorter than the overlap could not give the next one its overlap.
-            floor_tokens = min(self.chunk_size, max(int(self.chunk_size * self.min_fill), self.chunk_overlap + OVERLAP_TOLERANCE))
+            floor_tokens = min(
+                self.chunk_size, max(int(self.chunk_size * self.min_fill), self.chunk_overlap + OVERLAP_TOLERANCE)
+            )
             floor = max(start + _prefix_chars(encoding, tokens, floor_tokens), previous_end + 1)
             end, resume = _choose_end(text, max(start, previous_end), floor, limit)
             fits, chunk_tokens, allowed_share, embedder_bound = self._fits(text, start, end)

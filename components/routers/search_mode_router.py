@@ -63,4 +63,3 @@ class SearchModeRouter:
         if mode == SearchMode.KEYWORD.value:
             return {"keyword_query": query, "search_mode": mode}
         return {"hybrid_query": query, "hybrid_embedding": query_embedding, "search_mode": mode}
-

@@ -24,12 +24,12 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ByteStream
 
+from components.converters.source_readers import stream_label, to_streams
 from components.core.document_identity import (
     IndexingValidationError,
     source_type_for_path,
     supported_types_text,
 )
-from components.converters.source_readers import stream_label, to_streams
 
 _TYPE_BY_MIME = {
     "text/plain": "txt",

@@ -111,7 +111,9 @@ class TagRouter:
             "fallback": True,
         }
 
-    def route_target(self, documents: list[Document], tenant_id: str, user_tags: list[str], reason: str) -> dict[str, Any]:
+    def route_target(
+        self, documents: list[Document], tenant_id: str, user_tags: list[str], reason: str
+    ) -> dict[str, Any]:
         """The RouteTarget dict for a routed answer; the owner is looked up in ``tenant_id`` only."""
         if not documents:
             return self._fallback(None, reason)
@@ -133,7 +135,9 @@ class TagRouter:
             "fallback": False,
         }
 
-    def decide(self, confidence: dict[str, Any], documents: list[Document], citations: list[dict[str, Any]]) -> str | None:
+    def decide(
+        self, confidence: dict[str, Any], documents: list[Document], citations: list[dict[str, Any]]
+    ) -> str | None:
         """``None`` for CITE, else the reason to route."""
         overall = confidence.get("overall", 0)
         if not documents:
@@ -166,7 +170,11 @@ class TagRouter:
         reason = self.decide(confidence, documents, citations)
         if reason is None:
             return {"action": "CITE", "route_to": None, "grounded": bool(all_sentences_cited)}
-        return {"action": "ROUTE", "route_to": self.route_target(documents, tenant_id, user_tags, reason), "grounded": False}
+        return {
+            "action": "ROUTE",
+            "route_to": self.route_target(documents, tenant_id, user_tags, reason),
+            "grounded": False,
+        }
 
     @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool)
     async def run_async(

@@ -47,7 +47,11 @@ def deterministic_order(documents: list[Document], similarities: list[float]) ->
     pairs = list(zip(documents, similarities))
     return sorted(
         pairs,
-        key=lambda pair: (-round(pair[0].score if pair[0].score is not None else 0.0, 9), -round(pair[1], 9), str(pair[0].id)),
+        key=lambda pair: (
+            -round(pair[0].score if pair[0].score is not None else 0.0, 9),
+            -round(pair[1], 9),
+            str(pair[0].id),
+        ),
     )
 
 
@@ -129,5 +133,7 @@ class DenseSimilarityScorer:
             )
         dropped = len(ordered) - len(kept)
         if dropped:
-            logger.debug("Dropped %d of %d candidates below similarity %.2f.", dropped, len(documents), self.min_similarity)
+            logger.debug(
+                "Dropped %d of %d candidates below similarity %.2f.", dropped, len(documents), self.min_similarity
+            )
         return {"documents": kept, "dropped": dropped}

@@ -65,7 +65,9 @@ class HybridConfidenceScorer:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}.")
         if retrieval_weight + coverage_weight <= 0:
-            raise ValueError("retrieval_weight + coverage_weight must be positive (they are the signals that always exist).")
+            raise ValueError(
+                "retrieval_weight + coverage_weight must be positive (they are the signals that always exist)."
+            )
         self.retrieval_weight = float(retrieval_weight)
         self.coverage_weight = float(coverage_weight)
         self.llm_weight = float(llm_weight)

@@ -22,8 +22,8 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from components.core.model_allowlist import allowlist_with_default, resolve_model
-from components.generators.ollama_chat import OllamaChat, strip_thinking, validate_ollama_settings
 from components.core.prompts import CONFIDENCE_PROMPT, validate_template
+from components.generators.ollama_chat import OllamaChat, strip_thinking, validate_ollama_settings
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,9 @@ class LLMSupportRater:
     def _parse(self, reply: str, model: str) -> int | None:
         rating = parse_rating(reply)
         if rating is None:
-            logger.warning("Unparsable support rating from %s: %r; confidence renormalises without it.", model, reply[:200])
+            logger.warning(
+                "Unparsable support rating from %s: %r; confidence renormalises without it.", model, reply[:200]
+            )
         return rating
 
     @component.output_types(llm_score=int | None)

@@ -62,7 +62,13 @@ class CorpusDocument:
     @property
     def access_meta(self) -> dict[str, Any]:
         """The metadata the access rule reads."""
-        return {"tenant_id": self.tenant_id, "tags": list(self.tags), "scope": self.scope, "user_id": self.user_id, "project_id": self.project_id}
+        return {
+            "tenant_id": self.tenant_id,
+            "tags": list(self.tags),
+            "scope": self.scope,
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+        }
 
     @property
     def source_type(self) -> str:
@@ -149,7 +155,9 @@ def load_corpus(path: str | os.PathLike) -> tuple[list[CorpusDocument], dict[str
         if not isinstance(data, Mapping) or not isinstance(data.get("documents"), list):
             raise CorpusManifestError(f"{path}: a corpus manifest needs a `documents:` list.")
         records, header = data["documents"], {key: value for key, value in data.items() if key != "documents"}
-    documents = [parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)]
+    documents = [
+        parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)
+    ]
     return documents, header
 
 

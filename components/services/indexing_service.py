@@ -40,7 +40,9 @@ from haystack.core.errors import PipelineRuntimeError
 from haystack.dataclasses import ByteStream
 
 from components.caching.document_change_detector import DocumentChangeDetector
-from components.validators.document_identifier import DocumentIdentifier
+from components.converters.html_section_converter import HTMLSectionConverter
+from components.converters.markdown_section_converter import MarkdownSectionConverter
+from components.converters.source_readers import convert_streams, stream_label
 from components.core.document_identity import (
     COMPUTED_META_FIELDS,
     IndexingValidationError,
@@ -50,13 +52,11 @@ from components.core.document_identity import (
     source_type_for_path,
     supported_types_text,
 )
-from components.converters.html_section_converter import HTMLSectionConverter
-from components.writers.lifecycle_document_writer import LifecycleDocumentWriter
-from components.converters.markdown_section_converter import MarkdownSectionConverter
-from components.services.pipeline_loader import load_pipeline
-from components.routers.source_router import SourceRouter, route_for
-from components.converters.source_readers import convert_streams, stream_label
 from components.core.errors import SourceboundError
+from components.routers.source_router import SourceRouter, route_for
+from components.services.pipeline_loader import load_pipeline
+from components.validators.document_identifier import DocumentIdentifier
+from components.writers.lifecycle_document_writer import LifecycleDocumentWriter
 
 logger = logging.getLogger(__name__)
 
@@ -104,13 +104,17 @@ class IndexingService:
         self.max_file_bytes = max_file_bytes if max_file_bytes is not None else _max_file_bytes_from_env()
         if self.max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be positive, got {self.max_file_bytes}")
-        self.max_document_chars = max_document_chars if max_document_chars is not None else _max_document_chars_from_env()
+        self.max_document_chars = (
+            max_document_chars if max_document_chars is not None else _max_document_chars_from_env()
+        )
         if self.max_document_chars <= 0:
             raise ValueError(f"max_document_chars must be positive, got {self.max_document_chars}")
         by_type: dict[type, tuple[str, Any]] = {}
         for name, instance in pipeline.walk():
             by_type.setdefault(type(instance), (name, instance))
-        missing = [kind.__name__ for kind in (SourceRouter, DocumentIdentifier, LifecycleDocumentWriter) if kind not in by_type]
+        missing = [
+            kind.__name__ for kind in (SourceRouter, DocumentIdentifier, LifecycleDocumentWriter) if kind not in by_type
+        ]
         if missing:
             raise ValueError(f"The indexing pipeline lacks {', '.join(missing)}; build it from pipelines/indexing.yml.")
         self._router_name = by_type[SourceRouter][0]
@@ -289,7 +293,9 @@ class IndexingService:
         :raises IndexingError: If the pipeline fails (each document stays fully old or fully new).
         """
         started = time.perf_counter()
-        streams = self.validate_files(paths, tenant_id, tags, scope, user_id, project_id, meta, document_id, document_name)
+        streams = self.validate_files(
+            paths, tenant_id, tags, scope, user_id, project_id, meta, document_id, document_name
+        )
         return self._run_batches(streams, [], force, batch_size, progress, started)
 
     def index_streams(
@@ -305,7 +311,9 @@ class IndexingService:
             label = stream_label(stream, position)
             problems.extend(f"{label}: {problem}" for problem in access_meta_problems(stream.meta))
             if len(stream.data) > self.max_file_bytes:
-                problems.append(f"{label}: {len(stream.data)} bytes is over the size limit of {self.max_file_bytes} bytes")
+                problems.append(
+                    f"{label}: {len(stream.data)} bytes is over the size limit of {self.max_file_bytes} bytes"
+                )
         self._check_streams_and_documents(streams, [], problems, identities=not problems)
         return self._run_batches(streams, [], force, batch_size, progress, started)
 
@@ -484,4 +492,3 @@ class IndexingService:
                     "Documents written before the failure are complete; the others are unchanged."
                 ) from error
         return output[self._writer_name]
-

@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
-from components.core.runtime import configure_offline, embedding_model_path, query_embedding_dtype
 from components.core.errors import SourceboundError
+from components.core.runtime import configure_offline, embedding_model_path, query_embedding_dtype
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 
@@ -64,7 +64,9 @@ def pipeline_path(name: str | os.PathLike) -> Path:
         base = Path(os.environ.get("SOURCEBOUND_PIPELINES_DIR", PIPELINES_DIR))
         path = base / f"{name}.yml"
     if not path.is_file():
-        raise PipelineConfigError(f"Pipeline file {path} does not exist; pass a name from {PIPELINES_DIR} or a .yml path.")
+        raise PipelineConfigError(
+            f"Pipeline file {path} does not exist; pass a name from {PIPELINES_DIR} or a .yml path."
+        )
     return path
 
 
@@ -126,7 +128,9 @@ def load_pipeline(
     data = load_pipeline_dict(name, env)
     for component_name, params in (overrides or {}).items():
         if component_name not in data["components"]:
-            raise PipelineConfigError(f"Override names unknown component {component_name!r}; known: {sorted(data['components'])}.")
+            raise PipelineConfigError(
+                f"Override names unknown component {component_name!r}; known: {sorted(data['components'])}."
+            )
         data["components"][component_name].setdefault("init_parameters", {}).update(params)
     try:
         return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)

@@ -112,7 +112,9 @@ class QueryService:
         )
 
     @classmethod
-    def from_yaml(cls, rag: str = "query", search: str | None = "search", env: Mapping[str, str] | None = None) -> "QueryService":
+    def from_yaml(
+        cls, rag: str = "query", search: str | None = "search", env: Mapping[str, str] | None = None
+    ) -> "QueryService":
         """
         Load the pipelines from ``pipelines/`` (names or ``.yml`` paths).
 
@@ -193,7 +195,9 @@ class QueryService:
             values["streaming_callback"] = streaming_callback
         return self._data(values, self._rag_inputs)
 
-    def rag(self, request: Mapping[str, Any] | RAGRequest, *, streaming_callback: Callable | None = None) -> dict[str, Any]:
+    def rag(
+        self, request: Mapping[str, Any] | RAGRequest, *, streaming_callback: Callable | None = None
+    ) -> dict[str, Any]:
         """
         Answer a question.
 

@@ -194,4 +194,3 @@ class DocumentIdentifier:
         if problems:
             raise IndexingValidationError(problems)
         return {"documents": result}
-

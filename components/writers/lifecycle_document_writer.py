@@ -111,6 +111,8 @@ class LifecycleDocumentWriter:
                 results.append(entry)
                 continue
             chunks_written += written
-            entry.update(status="indexed", chunks=written, tokens=sum(chunk.meta.get("token_count") or 0 for chunk in chunks))
+            entry.update(
+                status="indexed", chunks=written, tokens=sum(chunk.meta.get("token_count") or 0 for chunk in chunks)
+            )
             results.append(entry)
         return {"documents": results, "chunks_written": chunks_written}

@@ -11,8 +11,8 @@ import sys
 
 import openai
 import pytest
-
 from support.api_server import REPO, ApiServer, error_of
+
 from hayhooks_app import cli_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -85,7 +85,9 @@ class TestRestart:
 
 
 class TestAuthentication:
-    @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer sb_unknown"}, {"Authorization": "Basic dXNlcjpwYXNz"}])
+    @pytest.mark.parametrize(
+        "headers", [{}, {"Authorization": "Bearer sb_unknown"}, {"Authorization": "Basic dXNlcjpwYXNz"}]
+    )
     def test_missing_or_unknown_key_is_401(self, server, headers):
         response = server.client.post("/search/run", json={"query": "vacation"}, headers=headers)
         error_of(response, 401, "unauthorized")
@@ -115,12 +117,16 @@ class TestIdentityFromTheKey:
         assert any(source.startswith("acme-onboarding-priya") for source in ids)
 
     def test_other_tenant_in_the_body_is_403(self, server, keys):
-        response = server.client.post("/search/run", json={"query": "vacation", "tenant_id": "globex"}, headers=bearer(keys["reader"]))
+        response = server.client.post(
+            "/search/run", json={"query": "vacation", "tenant_id": "globex"}, headers=bearer(keys["reader"])
+        )
         assert "tenant" in error_of(response, 403, "forbidden")
         assert _top3(server.client, "vacation", bearer(keys["reader"]), tenant_id="acme")
 
     def test_other_user_in_the_body_is_403(self, server, keys):
-        response = server.client.post("/search/run", json={"query": "x", "user_id": "u-acme-maria"}, headers=bearer(keys["reader"]))
+        response = server.client.post(
+            "/search/run", json={"query": "x", "user_id": "u-acme-maria"}, headers=bearer(keys["reader"])
+        )
         error_of(response, 403)
 
     def test_body_tags_are_intersected_with_the_key(self, server, keys):
@@ -137,11 +143,17 @@ class TestIdentityFromTheKey:
         assert all(hit["document_id"] != "acme-fy2025-budget" for hit in hits)
 
     def test_tenants_stay_apart(self, server, keys):
-        assert all(source.startswith("globex-") for source in _top3(server.client, "expense per diem", bearer(keys["globex"])))
+        assert all(
+            source.startswith("globex-") for source in _top3(server.client, "expense per diem", bearer(keys["globex"]))
+        )
 
 
 class TestWrites:
-    DOCUMENT = {"content": "The bike shed is behind building C and opens with the staff badge.", "tenant_id": "acme", "tags": ["facilities"]}
+    DOCUMENT = {
+        "content": "The bike shed is behind building C and opens with the staff badge.",
+        "tenant_id": "acme",
+        "tags": ["facilities"],
+    }
 
     def test_read_only_key_cannot_write(self, server, keys):
         response = server.client.post("/index/run", json={"documents": [self.DOCUMENT]}, headers=bearer(keys["reader"]))
@@ -149,22 +161,42 @@ class TestWrites:
 
     def test_writer_indexes_within_its_tenant_and_tags(self, server, keys):
         headers = bearer(keys["writer"])
-        response = server.client.post("/index/run", json={"documents": [{**self.DOCUMENT, "document_id": "bike-shed"}]}, headers=headers)
+        response = server.client.post(
+            "/index/run", json={"documents": [{**self.DOCUMENT, "document_id": "bike-shed"}]}, headers=headers
+        )
         assert response.status_code == 200, response.text
-        error_of(server.client.post("/index/run", json={"documents": [{**self.DOCUMENT, "tags": ["hr"]}]}, headers=headers), 403)
-        error_of(server.client.post("/index/run", json={"documents": [{**self.DOCUMENT, "tenant_id": "globex"}]}, headers=headers), 403)
+        error_of(
+            server.client.post("/index/run", json={"documents": [{**self.DOCUMENT, "tags": ["hr"]}]}, headers=headers),
+            403,
+        )
+        error_of(
+            server.client.post(
+                "/index/run", json={"documents": [{**self.DOCUMENT, "tenant_id": "globex"}]}, headers=headers
+            ),
+            403,
+        )
         files = {"files": ("shed.txt", b"Bike shed rules: no e-scooters charging inside.")}
-        upload = server.client.post("/index/upload", files=files, data={"tenant_id": "acme", "tags": "facilities"}, headers=headers)
+        upload = server.client.post(
+            "/index/upload", files=files, data={"tenant_id": "acme", "tags": "facilities"}, headers=headers
+        )
         assert upload.status_code == 200, upload.text
         flags = {"tenant_id": "acme", "document_ids": ["bike-shed"], "verified": True}
         assert server.client.post("/flags/run", json=flags, headers=headers).status_code == 200
         invalidate = {"tenant_id": "acme", "document_ids": ["bike-shed"], "reason": "moved"}
-        assert server.client.post("/invalidate/run", json=invalidate, headers=headers).json()["result"]["invalidated"] == 1
+        assert (
+            server.client.post("/invalidate/run", json=invalidate, headers=headers).json()["result"]["invalidated"] == 1
+        )
 
     def test_deleting_a_tenant_needs_admin(self, server, keys):
-        error_of(server.client.post("/delete_tenant/run", json={"tenant_id": "acme"}, headers=bearer(keys["writer"])), 403)
-        error_of(server.client.post("/delete_tenant/run", json={"tenant_id": "acme"}, headers=bearer(keys["admin"])), 403)
-        response = server.client.post("/delete_tenant/run", json={"tenant_id": "t-admin"}, headers=bearer(keys["admin"]))
+        error_of(
+            server.client.post("/delete_tenant/run", json={"tenant_id": "acme"}, headers=bearer(keys["writer"])), 403
+        )
+        error_of(
+            server.client.post("/delete_tenant/run", json={"tenant_id": "acme"}, headers=bearer(keys["admin"])), 403
+        )
+        response = server.client.post(
+            "/delete_tenant/run", json={"tenant_id": "t-admin"}, headers=bearer(keys["admin"])
+        )
         assert response.json()["result"] == {"tenant_id": "t-admin", "chunks_removed": 0}
 
 
@@ -173,7 +205,9 @@ class TestOpenAIClient:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=keys["reader"], max_retries=0)
         completion = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}])
         assert completion.model_extra["sourcebound"]["citations"]
-        chunks = list(client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], stream=True))
+        chunks = list(
+            client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], stream=True)
+        )
         assert chunks[-1].model_extra["sourcebound"]["action"] in {"CITE", "ROUTE"}
 
     def test_wrong_key_or_tenant(self, server, keys):
@@ -183,7 +217,9 @@ class TestOpenAIClient:
             )
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=keys["reader"], max_retries=0)
         with pytest.raises(openai.PermissionDeniedError):
-            client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], extra_body={"tenant_id": "globex"})
+            client.chat.completions.create(
+                model="rag", messages=[{"role": "user", "content": MEAL}], extra_body={"tenant_id": "globex"}
+            )
 
 
 class TestKeysAtRuntime:
@@ -201,6 +237,8 @@ class TestKeysAtRuntime:
 
         _top3(server.client, "key id probe", bearer(keys["globex"]))
         with sqlite3.connect(server.data_dir / "records.sqlite") as connection:
-            key_id, tenant = connection.execute("SELECT key_id, tenant_id FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+            key_id, tenant = connection.execute(
+                "SELECT key_id, tenant_id FROM query_log ORDER BY id DESC LIMIT 1"
+            ).fetchone()
         assert key_id.startswith("key-") and tenant == "globex"
         assert keys["globex"] not in (server.data_dir / "api_keys.json").read_text()

@@ -12,9 +12,9 @@ import time
 
 import openai
 import pytest
-
 from support.api_server import ApiServer, error_of
 from support.ollama_double import OllamaDouble, ollama_server_env
+
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
 
 IDENTITY = {"tenant_id": "acme", "user_tags": ["hr"]}
@@ -35,7 +35,13 @@ def ollama():
 def server(tmp_path_factory, ollama):
     env = ollama_server_env(ollama.url, RAG_TIMEOUT_SECONDS="1", RAG_SYSTEM_PROMPT_TOKENS="7000")
     with ApiServer(tmp_path_factory.mktemp("ollama") / "data", env=env) as running:
-        document = {"content": POLICY, "tenant_id": "acme", "tags": ["hr"], "document_id": "leave-policy", "document_name": "Leave policy"}
+        document = {
+            "content": POLICY,
+            "tenant_id": "acme",
+            "tags": ["hr"],
+            "document_id": "leave-policy",
+            "document_name": "Leave policy",
+        }
         assert running.client.post("/index/run", json={"documents": [document]}).status_code == 200
         yield running
 
@@ -53,7 +59,11 @@ def rag(server, **extra):
 class TestAnswers:
     def test_health_names_ollama(self, server, ollama):
         generator = server.client.get("/health").json()["generator"]
-        assert generator["backend"] == "ollama" and generator["reachable"] is True and generator["model"].startswith("llama3.2")
+        assert (
+            generator["backend"] == "ollama"
+            and generator["reachable"] is True
+            and generator["model"].startswith("llama3.2")
+        )
 
     def test_cited_answer_from_the_llm(self, server, ollama):
         response = rag(server)
@@ -66,7 +76,9 @@ class TestAnswers:
     def test_chat_completion_streams(self, server):
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
         chunks = list(
-            client.chat.completions.create(model="rag", messages=[{"role": "user", "content": QUESTION}], stream=True, extra_body=IDENTITY)
+            client.chat.completions.create(
+                model="rag", messages=[{"role": "user", "content": QUESTION}], stream=True, extra_body=IDENTITY
+            )
         )
         assert "[SourceId: leave-policy:" in "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
         assert chunks[-1].model_extra["sourcebound"]["model_used"].startswith("llama3.2")
@@ -121,7 +133,9 @@ class TestOllamaDown:
         assert health["status"] == "degraded" and health["generator"]["reachable"] is False
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
         with pytest.raises(openai.InternalServerError) as caught:
-            client.chat.completions.create(model="rag", messages=[{"role": "user", "content": QUESTION}], extra_body=IDENTITY)
+            client.chat.completions.create(
+                model="rag", messages=[{"role": "user", "content": QUESTION}], extra_body=IDENTITY
+            )
         assert caught.value.status_code == 503
 
     def test_search_still_works(self, server_without_ollama):

@@ -14,7 +14,6 @@ import httpx
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
 from support.api_server import ApiServer, error_of
 
 pytestmark = pytest.mark.integration
@@ -57,13 +56,17 @@ class TestHealth:
         health = http.get("/health").json()
         assert health["status"] == "healthy" and health["version"]
         assert health["store"]["backend"] == "qdrant-edge" and health["store"]["points"] > 50
-        assert health["embedder"]["model"] == "sentence-transformers/all-MiniLM-L6-v2" and health["embedder"]["dim"] == 384
+        assert (
+            health["embedder"]["model"] == "sentence-transformers/all-MiniLM-L6-v2" and health["embedder"]["dim"] == 384
+        )
         assert health["generator"] == {"backend": "extractive", "model": "extractive", "reachable": True} | {
             key: value for key, value in health["generator"].items() if key not in {"backend", "model", "reachable"}
         }
 
     def test_status_lists_the_wrappers(self, http):
-        assert {"index", "search", "rag", "invalidate", "delete_tenant", "flags"} <= set(http.get("/status").json()["pipelines"])
+        assert {"index", "search", "rag", "invalidate", "delete_tenant", "flags"} <= set(
+            http.get("/status").json()["pipelines"]
+        )
 
 
 class TestSearch:
@@ -132,12 +135,17 @@ class TestRag:
         assert "acme" not in result["answer"].lower()
 
     def test_history_and_context_size(self, http):
-        history = [{"role": "user", "content": "I travel to Utrecht next week."}, {"role": "assistant", "content": "Noted."}]
+        history = [
+            {"role": "user", "content": "I travel to Utrecht next week."},
+            {"role": "assistant", "content": "Noted."},
+        ]
         result = post(http, "/rag/run", {"query": MEAL, **ACME, "chat_history": history, "max_context_chunks": 2})
         assert result["context_chunks_used"] <= 2
 
     def test_model_outside_the_allowlist_is_400(self, http):
-        message = error_of(http.post("/rag/run", json={"query": MEAL, **ACME, "model": "gpt-4o"}), 400, "model_not_allowed")
+        message = error_of(
+            http.post("/rag/run", json={"query": MEAL, **ACME, "model": "gpt-4o"}), 400, "model_not_allowed"
+        )
         assert "gpt-4o" in message
 
     def test_same_request_same_answer(self, http):
@@ -156,15 +164,23 @@ class TestChatCompletions:
         assert [model.id for model in client.models.list()] == ["rag"]
 
     def test_non_streaming(self, client, http):
-        completion = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], extra_body=ACME)
+        completion = client.chat.completions.create(
+            model="rag", messages=[{"role": "user", "content": MEAL}], extra_body=ACME
+        )
         rag = post(http, "/rag/run", {"query": MEAL, **ACME})
         assert completion.object == "chat.completion" and completion.choices[0].finish_reason == "stop"
         assert completion.choices[0].message.content == rag["answer"]
         extra = completion.model_extra["sourcebound"]
-        assert set(extra) == RAG_FIELDS - {"answer"} and extra["citations"] == rag["citations"] and extra["action"] == "CITE"
+        assert (
+            set(extra) == RAG_FIELDS - {"answer"}
+            and extra["citations"] == rag["citations"]
+            and extra["action"] == "CITE"
+        )
 
     def test_streaming(self, client):
-        stream = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], stream=True, extra_body=ACME)
+        stream = client.chat.completions.create(
+            model="rag", messages=[{"role": "user", "content": MEAL}], stream=True, extra_body=ACME
+        )
         chunks = list(stream)
         text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
         assert "[SourceId: acme-" in text and len(chunks) > 3
@@ -195,7 +211,9 @@ class TestChatCompletions:
 
     def test_other_model_is_400(self, client):
         with pytest.raises(openai.BadRequestError, match="model_not_allowed"):
-            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": MEAL}], extra_body=ACME)
+            client.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": MEAL}], extra_body=ACME
+            )
 
 
 TENANT = {"tenant_id": "t-api", "tags": ["facilities"]}
@@ -205,7 +223,12 @@ CAFETERIA = "The Zephyr cafeteria opens at 07:30 and serves breakfast until 10:0
 
 class TestIndexing:
     def test_index_reindex_and_change(self, http):
-        document = {"content": CAFETERIA, **TENANT, "document_id": "zephyr-cafeteria", "document_name": "Cafeteria hours"}
+        document = {
+            "content": CAFETERIA,
+            **TENANT,
+            "document_id": "zephyr-cafeteria",
+            "document_name": "Cafeteria hours",
+        }
         first = post(http, "/index/run", {"documents": [document]})
         assert first["documents"][0]["status"] == "indexed" and first["chunks_written"] >= 1
         again = post(http, "/index/run", {"documents": [document]})
@@ -221,10 +244,26 @@ class TestIndexing:
         pdf = FPDF()
         pdf.add_page()
         pdf.set_font("helvetica", size=12)
-        pdf.multi_cell(0, 8, "Bicycle storage is in the basement. Access badges open the bicycle room from 06:00 to 22:00.")
+        pdf.multi_cell(
+            0, 8, "Bicycle storage is in the basement. Access badges open the bicycle room from 06:00 to 22:00."
+        )
         files = [
-            ("files", ("parking.txt", b"Parking permits are issued by the front desk and cost 20 EUR per month.", "text/plain")),
-            ("files", ("rooms.md", b"# Meeting rooms\n\n## Booking\n\nBook the Orion room through the facilities portal.", "text/markdown")),
+            (
+                "files",
+                (
+                    "parking.txt",
+                    b"Parking permits are issued by the front desk and cost 20 EUR per month.",
+                    "text/plain",
+                ),
+            ),
+            (
+                "files",
+                (
+                    "rooms.md",
+                    b"# Meeting rooms\n\n## Booking\n\nBook the Orion room through the facilities portal.",
+                    "text/markdown",
+                ),
+            ),
             ("files", ("bikes.pdf", bytes(pdf.output()), "application/pdf")),
         ]
         response = http.post("/index/upload", files=files, data={"tenant_id": "t-api", "tags": "facilities,all"})
@@ -233,48 +272,72 @@ class TestIndexing:
         assert [d["status"] for d in result["documents"]] == ["indexed"] * 3
         names = {hit["document_name"] for hit in search(http, "bicycle room badge access", READER, k=10)["results"]}
         assert "bikes.pdf" in names
-        again = http.post("/index/upload", files=files[:1], data={"tenant_id": "t-api", "tags": "facilities,all"}).json()
+        again = http.post(
+            "/index/upload", files=files[:1], data={"tenant_id": "t-api", "tags": "facilities,all"}
+        ).json()
         assert again["result"]["documents"][0]["status"] == "unchanged"
 
     def test_upload_single_file_with_id(self, http):
-        files = {"files": ("lockers.txt", io.BytesIO(b"Lockers on floor 2 are free of charge for all staff."), "text/plain")}
-        result = http.post("/index/upload", files=files, data={**TENANT, "tags": "facilities", "document_id": "lockers"}).json()
+        files = {
+            "files": ("lockers.txt", io.BytesIO(b"Lockers on floor 2 are free of charge for all staff."), "text/plain")
+        }
+        result = http.post(
+            "/index/upload", files=files, data={**TENANT, "tags": "facilities", "document_id": "lockers"}
+        ).json()
         assert result["result"]["documents"][0]["document_id"] == "lockers"
 
     @pytest.mark.parametrize(
         ("name", "content", "needle"),
-        [("tool.exe", b"MZ\x00\x01", "unsupported file type"), ("empty.txt", b"   \n", "empty"), ("bad.txt", b"\xff\xfe\xfa\x00bad", "")],
+        [
+            ("tool.exe", b"MZ\x00\x01", "unsupported file type"),
+            ("empty.txt", b"   \n", "empty"),
+            ("bad.txt", b"\xff\xfe\xfa\x00bad", ""),
+        ],
     )
     def test_bad_uploads_are_422(self, http, name, content, needle):
-        response = http.post("/index/upload", files={"files": (name, content)}, data={"tenant_id": "t-api", "tags": "facilities"})
+        response = http.post(
+            "/index/upload", files={"files": (name, content)}, data={"tenant_id": "t-api", "tags": "facilities"}
+        )
         assert needle in error_of(response, 422, "validation_error")
 
     def test_upload_form_is_checked(self, http):
         files = {"files": ("a.txt", b"Some text for the index.")}
         error_of(http.post("/index/upload", files=files, data={"tenant_id": "t-api"}), 422)
-        error_of(http.post("/index/upload", files=files, data={"tenant_id": "t-api", "tags": "x", "scope": "user"}), 422)
+        error_of(
+            http.post("/index/upload", files=files, data={"tenant_id": "t-api", "tags": "x", "scope": "user"}), 422
+        )
 
     def test_bad_json_document_is_422_and_writes_nothing(self, http, server):
         before = http.get("/health").json()["store"]["points"]
-        body = {"documents": [{"content": "fine text here", **TENANT}, {"content": "x", **TENANT, "document_id": "bad id!"}]}
+        body = {
+            "documents": [{"content": "fine text here", **TENANT}, {"content": "x", **TENANT, "document_id": "bad id!"}]
+        }
         error_of(http.post("/index/run", json=body), 422, "validation_error")
         assert http.get("/health").json()["store"]["points"] == before
 
 
 @pytest.fixture(scope="module")
 def handbook(http):
-    body = {"content": "Visitors must sign in at the Zephyr reception desk and wear a visitor badge at all times.", **TENANT}
+    body = {
+        "content": "Visitors must sign in at the Zephyr reception desk and wear a visitor badge at all times.",
+        **TENANT,
+    }
     post(http, "/index/run", {"documents": [{**body, "document_id": "visitor-policy"}]})
     return "visitor-policy"
 
 
 class TestLifecycle:
     def _ids(self, http, **options):
-        return {hit["document_id"] for hit in search(http, "visitor badge reception sign in", READER, k=10, **options)["results"]}
+        return {
+            hit["document_id"]
+            for hit in search(http, "visitor badge reception sign in", READER, k=10, **options)["results"]
+        }
 
     def test_taint_hides_and_verify_marks(self, http, handbook):
         assert handbook in self._ids(http)
-        result = post(http, "/flags/run", {"tenant_id": "t-api", "document_ids": [handbook], "tainted": True, "reason": "review"})
+        result = post(
+            http, "/flags/run", {"tenant_id": "t-api", "document_ids": [handbook], "tainted": True, "reason": "review"}
+        )
         assert result["chunks_updated"] >= 1 and result["tainted"] is True
         assert handbook not in self._ids(http)
         assert handbook in self._ids(http, filters={"exclude_tainted": False})
@@ -283,7 +346,9 @@ class TestLifecycle:
 
     def test_invalidate_removes_every_chunk(self, http, server, handbook):
         result = post(
-            http, "/invalidate/run", {"tenant_id": "t-api", "document_ids": [handbook], "reason": "upstream_taint", "cascade_id": "cascade-7"}
+            http,
+            "/invalidate/run",
+            {"tenant_id": "t-api", "document_ids": [handbook], "reason": "upstream_taint", "cascade_id": "cascade-7"},
         )
         assert result == {"invalidated": 1, "chunks_removed": result["chunks_removed"], "cascade_id": "cascade-7"}
         assert result["chunks_removed"] >= 1
@@ -292,7 +357,15 @@ class TestLifecycle:
         assert (again["invalidated"], again["chunks_removed"]) == (0, 0)
 
     def test_delete_tenant(self, http):
-        post(http, "/index/run", {"documents": [{"content": "Temporary note for a tenant that goes away.", "tenant_id": "t-gone", "tags": ["x"]}]})
+        post(
+            http,
+            "/index/run",
+            {
+                "documents": [
+                    {"content": "Temporary note for a tenant that goes away.", "tenant_id": "t-gone", "tags": ["x"]}
+                ]
+            },
+        )
         assert post(http, "/delete_tenant/run", {"tenant_id": "t-gone"})["chunks_removed"] >= 1
         assert search(http, "temporary note", {"tenant_id": "t-gone", "user_tags": ["x"]})["results"] == []
         assert post(http, "/delete_tenant/run", {"tenant_id": "t-gone"})["chunks_removed"] == 0
@@ -304,7 +377,9 @@ class TestErrors:
         error_of(response, 400, "invalid_json")
 
     def test_validation_is_422(self, http):
-        assert "k" in error_of(http.post("/search/run", json={"query": "x", **ACME, "k": 10**6}), 422, "validation_error")
+        assert "k" in error_of(
+            http.post("/search/run", json={"query": "x", **ACME, "k": 10**6}), 422, "validation_error"
+        )
         assert "unknown field" in error_of(http.post("/rag/run", json={"query": "x", **ACME, "top_k": 3}), 422)
 
     def test_empty_tags_are_rejected(self, http):
@@ -322,16 +397,25 @@ class TestErrors:
         [
             ("/search/run", {"query": "\x00", **ACME}),
             ("/search/run", {"query": "x" * 1_000_000, **ACME}),
-            ("/search/run", {"query": "x", "tenant_id": "acme", "user_tags": ["hr"], "filters": {"tenant_id": "globex"}}),
+            (
+                "/search/run",
+                {"query": "x", "tenant_id": "acme", "user_tags": ["hr"], "filters": {"tenant_id": "globex"}},
+            ),
             ("/search/run", {"query": "x", "tenant_id": 5, "user_tags": ["hr"]}),
             ("/rag/run", {"query": "x", **ACME, "chat_history": [{"role": "user", "content": "y"}] * 500}),
             ("/rag/run", {"query": "x", **ACME, "max_context_chunks": 0}),
             ("/index/run", {"documents": []}),
-            ("/index/run", {"documents": [{"content": "x", "tenant_id": "a", "tags": ["t"], "meta": {"tenant_id": "b"}}]}),
+            (
+                "/index/run",
+                {"documents": [{"content": "x", "tenant_id": "a", "tags": ["t"], "meta": {"tenant_id": "b"}}]},
+            ),
             ("/invalidate/run", {"tenant_id": "acme", "document_ids": ["../etc"]}),
             ("/flags/run", {"tenant_id": "acme", "document_ids": ["a"], "tainted": "yes"}),
             ("/delete_tenant/run", {}),
-            ("/v1/chat/completions", {"model": "rag", "messages": [{"role": "user", "content": "x"}], **ACME, "tools": []}),
+            (
+                "/v1/chat/completions",
+                {"model": "rag", "messages": [{"role": "user", "content": "x"}], **ACME, "tools": []},
+            ),
         ],
     )
     def test_bad_input_never_500(self, http, path, body):
@@ -342,10 +426,18 @@ class TestErrors:
 
 
 def _index_and_invalidate(http, document_id, reason, cascade_id):
-    body = {"content": f"Note {document_id}: the loading dock closes at 18:00 on weekdays.", **TENANT, "document_id": document_id}
+    body = {
+        "content": f"Note {document_id}: the loading dock closes at 18:00 on weekdays.",
+        **TENANT,
+        "document_id": document_id,
+    }
     post(http, "/index/run", {"documents": [body]})
     post(http, "/flags/run", {"tenant_id": "t-api", "document_ids": [document_id], "verified": True})
-    return post(http, "/invalidate/run", {"tenant_id": "t-api", "document_ids": [document_id], "reason": reason, "cascade_id": cascade_id})
+    return post(
+        http,
+        "/invalidate/run",
+        {"tenant_id": "t-api", "document_ids": [document_id], "reason": reason, "cascade_id": cascade_id},
+    )
 
 
 class TestRecords:
@@ -359,7 +451,12 @@ class TestRecords:
         post(http, "/rag/run", {"query": MEAL, **ACME})
         client.chat.completions.create(model="rag", messages=[{"role": "user", "content": MEAL}], extra_body=ACME)
         chat, rag, probe = self._rows(server, "SELECT * FROM query_log ORDER BY id DESC LIMIT 3")
-        assert (probe["endpoint"], probe["tenant_id"], probe["user_id"], probe["scope"]) == ("search", "acme", "u-1", "project")
+        assert (probe["endpoint"], probe["tenant_id"], probe["user_id"], probe["scope"]) == (
+            "search",
+            "acme",
+            "u-1",
+            "project",
+        )
         assert probe["query_text"] == "records probe query" and probe["query_hash"] and probe["outcome"] == "ok"
         assert probe["search_mode"] == "hybrid" and probe["result_count"] >= 0 and probe["latency_ms"] > 0
         assert rag["endpoint"] == "rag" and rag["action"] == "CITE" and rag["tokens_used"] > 0 and rag["confidence"] > 0
@@ -377,7 +474,11 @@ class TestRecords:
         index, flags, invalidation = events
         assert index["tenant_id"] == "t-api" and index["chunks"] >= 1
         assert json.loads(flags["details"]) == {"tainted": None, "verified": True}
-        assert (invalidation["reason"], invalidation["cascade_id"], invalidation["chunks"]) == ("upstream_taint", "cascade-records", index["chunks"])
+        assert (invalidation["reason"], invalidation["cascade_id"], invalidation["chunks"]) == (
+            "upstream_taint",
+            "cascade-records",
+            index["chunks"],
+        )
         assert json.loads(invalidation["document_ids"]) == ["records-probe"]
 
 

@@ -37,7 +37,10 @@ class TestCiEvaluation:
         assert summary["query_pipeline"] == "pipelines/query.yml" and summary["query_overrides"] == {}
         for name, dataset_records in records.items():
             assert all(record.error is None for record in dataset_records), name
-            assert all(record.action in {"CITE", "ROUTE"} and record.confidence.get("overall") is not None for record in dataset_records)
+            assert all(
+                record.action in {"CITE", "ROUTE"} and record.confidence.get("overall") is not None
+                for record in dataset_records
+            )
             assert all(record.stage_ms for record in dataset_records)
 
     def test_tag_restricted_documents_never_reach_requesters_without_the_tag(self, ci_run):
@@ -45,7 +48,9 @@ class TestCiEvaluation:
         forbidden = [record for record in records["sample-gold"] if record.forbidden_document_ids]
         assert len(forbidden) >= 3
         for record in forbidden:
-            seen = {chunk.document_id for chunk in (*record.context, *record.retrieved)} | {source_id.rsplit(":", 1)[0] for source_id in record.citations}
+            seen = {chunk.document_id for chunk in (*record.context, *record.retrieved)} | {
+                source_id.rsplit(":", 1)[0] for source_id in record.citations
+            }
             assert not seen & set(record.forbidden_document_ids), record.question_id
 
     def test_llm_metrics_are_reported_not_run_or_measured(self, ci_run):
@@ -53,5 +58,7 @@ class TestCiEvaluation:
         for dataset in summary["datasets"].values():
             for name in ("ragas_faithfulness", "ragas_response_relevancy"):
                 metric = dataset["metrics"][name]
-                assert (metric["status"] == "ok" and metric["value"] is not None) or (metric["status"] == "not_run" and metric["reason"])
+                assert (metric["status"] == "ok" and metric["value"] is not None) or (
+                    metric["status"] == "not_run" and metric["reason"]
+                )
         assert json.loads((out / "report.json").read_text())["mode"] == "ci"

@@ -25,9 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from support.api_server import ApiServer
-from support.reliability_support import TestDocument, live_snapshot, new_canary, pdf_with_compressed_text, stable, zip_bomb
+from support.reliability_support import (
+    TestDocument,
+    live_snapshot,
+    new_canary,
+    pdf_with_compressed_text,
+    stable,
+    zip_bomb,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -50,7 +56,10 @@ def _fixed_corpus() -> list[TestDocument]:
     for number in range(10):
         canary = new_canary(rng)
         sentences = 3 if number % 3 else 160  # every third document is several chunks long
-        text = " ".join(f"Reference {canary} rule {index}: the loading dock procedure step {index} is logged." for index in range(sentences))
+        text = " ".join(
+            f"Reference {canary} rule {index}: the loading dock procedure step {index} is logged."
+            for index in range(sentences)
+        )
         documents.append(TestDocument(f"fixed-{number}", "alpha", ["ops"], text, canary))
     return documents
 
@@ -79,11 +88,15 @@ def fingerprint(http) -> Fingerprint:
     """Cheap, per case: the point count and a digest of every fixed chunk as search returns it."""
     health = http.get("/health")
     assert health.status_code == 200 and health.json()["status"] == "healthy", health.text
-    result = http.post("/search/run", json={"query": "loading dock procedure", **READER, "k": 100, "search_mode": "vector"})
+    result = http.post(
+        "/search/run", json={"query": "loading dock procedure", **READER, "k": 100, "search_mode": "vector"}
+    )
     assert result.status_code == 200, result.text
     hits = stable(result.json()["result"])
     assert len(hits["results"]) > 10  # every fixed chunk
-    return Fingerprint(health.json()["store"]["points"], hashlib.sha256(json.dumps(hits, sort_keys=True).encode()).hexdigest())
+    return Fingerprint(
+        health.json()["store"]["points"], hashlib.sha256(json.dumps(hits, sort_keys=True).encode()).hexdigest()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +113,15 @@ def _files(*files: tuple[str, bytes], form: dict[str, str] | None = None) -> dic
     return {"files": [("files", (name, data)) for name, data in files], "data": FORM if form is None else form}
 
 
-def _case(case_id: str, path: str, request: dict[str, Any], status: int | tuple[int, ...], error: str | None, needle: str, method: str = "POST"):
+def _case(
+    case_id: str,
+    path: str,
+    request: dict[str, Any],
+    status: int | tuple[int, ...],
+    error: str | None,
+    needle: str,
+    method: str = "POST",
+):
     return pytest.param(method, path, request, status, error, needle, id=case_id)
 
 
@@ -211,7 +232,9 @@ _counted: list[str] = []
 
 
 @pytest.mark.parametrize(("method", "path", "request_kwargs", "status", "error", "needle"), CASES)
-def test_bad_input_is_a_clear_4xx_and_changes_nothing(server, baseline, method, path, request_kwargs, status, error, needle):
+def test_bad_input_is_a_clear_4xx_and_changes_nothing(
+    server, baseline, method, path, request_kwargs, status, error, needle
+):
     _snapshot, before = baseline
     response = server.client.request(method, path, **request_kwargs)
     _counted.append(path)
@@ -229,8 +252,14 @@ def test_the_store_is_byte_for_byte_unchanged(server, baseline):
     """After the whole matrix: every point's id, content, meta and vector as right after indexing."""
     snapshot, _ = baseline
     after = live_snapshot(server.data_dir)
-    assert (after.points, after.content_digest, after.vector_digest) == (snapshot.points, snapshot.content_digest, snapshot.vector_digest)
-    print(f"\nbad-input cases: {len(_counted)} over {len(set(_counted))} endpoints; store unchanged at {after.points} points")
+    assert (after.points, after.content_digest, after.vector_digest) == (
+        snapshot.points,
+        snapshot.content_digest,
+        snapshot.vector_digest,
+    )
+    print(
+        f"\nbad-input cases: {len(_counted)} over {len(set(_counted))} endpoints; store unchanged at {after.points} points"
+    )
     assert len(_counted) in (0, len(CASES))  # the whole matrix ran (or this test ran alone)
 
 
@@ -238,9 +267,14 @@ def test_the_store_is_byte_for_byte_unchanged(server, baseline):
 def test_upload_text_is_bounded_like_json_documents(server, kind):
     """A few hundred bytes of PDF must not become a document larger than a JSON document may be."""
     if kind == "pdf-bomb":
-        files = _files((f"{kind}.pdf", pdf_with_compressed_text(2 * MAX_DOCUMENT_CHARS)), form={"tenant_id": f"t-{kind}", "tags": "ops"})
+        files = _files(
+            (f"{kind}.pdf", pdf_with_compressed_text(2 * MAX_DOCUMENT_CHARS)),
+            form={"tenant_id": f"t-{kind}", "tags": "ops"},
+        )
     else:
-        files = _files((f"{kind}.txt", b"word " * (MAX_DOCUMENT_CHARS // 2)), form={"tenant_id": f"t-{kind}", "tags": "ops"})
+        files = _files(
+            (f"{kind}.txt", b"word " * (MAX_DOCUMENT_CHARS // 2)), form={"tenant_id": f"t-{kind}", "tags": "ops"}
+        )
     response = server.client.post("/index/upload", **files)
     assert response.status_code in (413, 422), response.text[:300]
 
@@ -258,7 +292,9 @@ def test_schema_fuzzing_never_answers_5xx(server):
         operation = result.ok()
         operations += 1
         # A GET without parameters has no negative case (hypothesis would report it unsatisfiable).
-        modes = [schemathesis.GenerationMode.POSITIVE] + ([schemathesis.GenerationMode.NEGATIVE] if operation.method.upper() == "POST" else [])
+        modes = [schemathesis.GenerationMode.POSITIVE] + (
+            [schemathesis.GenerationMode.NEGATIVE] if operation.method.upper() == "POST" else []
+        )
         for mode in modes:
 
             @settings(
@@ -273,7 +309,9 @@ def test_schema_fuzzing_never_answers_5xx(server):
                 response = case.call(base_url=server.url, timeout=120)
                 statuses[response.status_code] += 1
                 if response.status_code >= 500:
-                    failures.append(f"{operation.label} {mode.value}: {response.status_code} {response.text[:200]}\n{case.as_curl_command()[:800]}")
+                    failures.append(
+                        f"{operation.label} {mode.value}: {response.status_code} {response.text[:200]}\n{case.as_curl_command()[:800]}"
+                    )
 
             call()
     cases = sum(statuses.values())

@@ -27,7 +27,6 @@ from collections import Counter
 
 import httpx
 import pytest
-
 from support.api_server import ApiServer
 from support.reliability_support import StoreSnapshot, TestDocument, live_snapshot, new_canary, stable, store_snapshot
 
@@ -54,9 +53,15 @@ def _persistent_corpus() -> list[TestDocument]:
     for number, fact in enumerate(facts):
         canary = new_canary(rng)
         # Every sentence is unique: identical chunks in several documents tie, and ties may order differently.
-        text = f"Reference {canary}. {fact} " + " ".join(f"Detail {i} of rule {number} is recorded on page {i + 7 * number}." for i in range(number * 12))
+        text = f"Reference {canary}. {fact} " + " ".join(
+            f"Detail {i} of rule {number} is recorded on page {i + 7 * number}." for i in range(number * 12)
+        )
         scope, user = ("user", "u-kim") if number == 5 else ("tenant", None)
-        documents.append(TestDocument(f"keep-{number}", "keep", ["ops" if number % 2 else "hr"], text, canary, scope=scope, user_id=user))
+        documents.append(
+            TestDocument(
+                f"keep-{number}", "keep", ["ops" if number % 2 else "hr"], text, canary, scope=scope, user_id=user
+            )
+        )
     return documents
 
 
@@ -74,7 +79,10 @@ def _bulk_corpus(version: int = 2, tenant: str = "bulk", prefix: str = "bulk") -
         verdict = "passed inspection" if version == 1 else "failed re-inspection"
         # ~600-700 tokens of distinct sentences: several chunks per document.
         lines = 30 if version == 1 else 34
-        text = " ".join(f"Bulk record {canary} v{version} line {line}: machine {number} {verdict} step {line * 7 % 31}." for line in range(lines))
+        text = " ".join(
+            f"Bulk record {canary} v{version} line {line}: machine {number} {verdict} step {line * 7 % 31}."
+            for line in range(lines)
+        )
         documents.append(TestDocument(f"{prefix}-{number}", tenant, ["ops"], text, canary))
     return documents
 
@@ -98,10 +106,14 @@ def observe(http: httpx.Client) -> dict:
         response = http.post("/rag/run", json={"query": question, **READER})
         assert response.status_code == 200, response.text
         seen[f"rag {question}"] = stable(response.json()["result"])
-    chat = http.post("/v1/chat/completions", json={"model": "rag", "messages": [{"role": "user", "content": QUESTIONS[0]}], **READER})
+    chat = http.post(
+        "/v1/chat/completions", json={"model": "rag", "messages": [{"role": "user", "content": QUESTIONS[0]}], **READER}
+    )
     assert chat.status_code == 200, chat.text
     seen["chat"] = stable(chat.json())
-    assert any(result["citations"] for key, result in seen.items() if key.startswith("rag")), "the corpus answers nothing"
+    assert any(result["citations"] for key, result in seen.items() if key.startswith("rag")), (
+        "the corpus answers nothing"
+    )
     return seen
 
 
@@ -117,7 +129,9 @@ def kill_during_indexing(server: ApiServer, documents: list[TestDocument]) -> di
 
     def send() -> None:
         try:
-            response = httpx.post(f"{server.url}/index/run", json={"documents": [d.body() for d in documents]}, timeout=900)
+            response = httpx.post(
+                f"{server.url}/index/run", json={"documents": [d.body() for d in documents]}, timeout=900
+            )
             outcome["status"] = response.status_code
         except httpx.TransportError as error:
             outcome["transport_error"] = type(error).__name__
@@ -148,7 +162,9 @@ def data_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def first_run(data_dir) -> dict:
     with ApiServer(data_dir, env=ENV) as server:
-        response = server.client.post("/index/run", json={"documents": [d.body() for d in _persistent_corpus() + _bulk_corpus(1)]})
+        response = server.client.post(
+            "/index/run", json={"documents": [d.body() for d in _persistent_corpus() + _bulk_corpus(1)]}
+        )
         assert response.status_code == 200, response.text
         baseline = observe(server.client)
         code = server.stop()
@@ -187,7 +203,9 @@ def test_clean_restart_serves_identical_results(first_run, second_run):
 def test_the_kill_landed_in_the_middle_of_the_request(second_run, after_crash):
     crash = second_run["crash"]
     versions = Counter(_version_of(after_crash.chunks_of("bulk", d.document_id)) for d in _bulk_corpus())
-    print(f"\ncrash: {crash}; documents after it: {versions[2]} new version, {versions[1]} old version, {versions[None]} absent")
+    print(
+        f"\ncrash: {crash}; documents after it: {versions[2]} new version, {versions[1]} old version, {versions[None]} absent"
+    )
     assert "status" not in crash, f"the indexing request finished before the kill: {crash}"
     assert crash["points_seen"] != crash["points_before"], "the kill came before any write"
 
@@ -208,7 +226,11 @@ def test_crash_restart_serves_the_same_answers(first_run, third_run):
         if key.startswith("search vector"):
             assert now[key] == value, key
         elif key.startswith("rag"):
-            assert (now[key]["answer"], now[key]["citations"], now[key]["action"]) == (value["answer"], value["citations"], value["action"]), key
+            assert (now[key]["answer"], now[key]["citations"], now[key]["action"]) == (
+                value["answer"],
+                value["citations"],
+                value["action"],
+            ), key
     assert now["chat"]["choices"] == before["chat"]["choices"]
 
 
@@ -226,14 +248,21 @@ def test_every_document_is_old_new_or_absent(first_run, after_crash, third_run):
     if not new_version:
         return
     # A clean index of the same texts (another tenant, other ids) gives the same number of chunks.
-    clean = [d for d in _bulk_corpus(tenant="clean", prefix="clean") if d.document_id.replace("clean", "bulk") in new_version]
+    clean = [
+        d for d in _bulk_corpus(tenant="clean", prefix="clean") if d.document_id.replace("clean", "bulk") in new_version
+    ]
     for document in clean:
         document.extra = {"document_name": f"name-{document.document_id.replace('clean', 'bulk')}"}
     response = third_run.client.post("/index/run", json={"documents": [d.body() for d in clean]})
     assert response.status_code == 200, response.text
-    counts = {entry["document_id"].replace("clean", "bulk"): entry["chunks"] for entry in response.json()["result"]["documents"]}
+    counts = {
+        entry["document_id"].replace("clean", "bulk"): entry["chunks"]
+        for entry in response.json()["result"]["documents"]
+    }
     for document_id, chunks in new_version.items():
-        assert len(chunks) == counts[document_id] > 1, f"{document_id}: {len(chunks)} chunks after the crash, {counts[document_id]} when clean"
+        assert len(chunks) == counts[document_id] > 1, (
+            f"{document_id}: {len(chunks)} chunks after the crash, {counts[document_id]} when clean"
+        )
 
 
 def test_resending_the_request_completes_it(after_crash, third_run):
@@ -245,7 +274,13 @@ def test_resending_the_request_completes_it(after_crash, third_run):
         expected = "unchanged" if _version_of(after_crash.chunks_of("bulk", document.document_id)) == 2 else "indexed"
         assert statuses[document.document_id] == expected, (document.document_id, statuses[document.document_id])
     for document in bulk[:: BULK_DOCUMENTS // 8]:
-        body = {"query": f"Bulk record {document.canary}", "tenant_id": "bulk", "user_tags": ["ops"], "search_mode": "keyword", "k": 10}
+        body = {
+            "query": f"Bulk record {document.canary}",
+            "tenant_id": "bulk",
+            "user_tags": ["ops"],
+            "search_mode": "keyword",
+            "k": 10,
+        }
         hits = third_run.client.post("/search/run", json=body).json()["result"]["results"]
         assert document.document_id in {hit["document_id"] for hit in hits}, (document.document_id, hits)
 
@@ -272,7 +307,11 @@ def test_a_second_process_gets_a_clear_error(data_dir, third_run):
     health = third_run.client.get("/health").json()
     assert health["status"] == "healthy" and health["store"]["points"] == before.points
     after = live_snapshot(data_dir)
-    assert (after.points, after.content_digest, after.vector_digest) == (before.points, before.content_digest, before.vector_digest)
+    assert (after.points, after.content_digest, after.vector_digest) == (
+        before.points,
+        before.content_digest,
+        before.vector_digest,
+    )
 
 
 def test_after_a_clean_stop_the_store_is_complete(data_dir, first_run, third_run):

@@ -21,7 +21,6 @@ from collections import Counter, defaultdict
 
 import httpx
 import pytest
-
 from support.api_server import ApiServer
 from support.reliability_support import TestDocument, new_canary, percentile
 
@@ -52,7 +51,9 @@ def _base_corpus() -> list[TestDocument]:
     for number in range(30):
         canary = new_canary(rng)
         fact = FACTS[number % len(FACTS)]
-        text = f"Reference {canary}. {fact} " + " ".join(f"Note {i} of policy {number} is on page {i + number}." for i in range(number % 4 * 10))
+        text = f"Reference {canary}. {fact} " + " ".join(
+            f"Note {i} of policy {number} is on page {i + number}." for i in range(number % 4 * 10)
+        )
         documents.append(TestDocument(f"load-{number}", "load", ["ops" if number % 2 else "hr"], text, canary))
     return documents
 
@@ -74,7 +75,9 @@ class LoadRun:
         self.failures: list[str] = []
         self.acknowledged: dict[str, list[TestDocument]] = defaultdict(list)
 
-    def record(self, kind: str, started: float, response: httpx.Response | None, error: BaseException | None = None) -> None:
+    def record(
+        self, kind: str, started: float, response: httpx.Response | None, error: BaseException | None = None
+    ) -> None:
         elapsed = time.monotonic() - started
         self.latencies[kind].append(elapsed)
         if error is not None:
@@ -91,11 +94,27 @@ class LoadRun:
             kind = rng.choices(["search", "rag", "chat"], weights=[6, 3, 1])[0]
             question = rng.choice(QUESTIONS)
             if kind == "search":
-                path, body = "/search/run", {"query": question, **READER, "k": rng.randint(1, 20), "search_mode": rng.choice(["vector", "keyword", "hybrid"])}
+                path, body = (
+                    "/search/run",
+                    {
+                        "query": question,
+                        **READER,
+                        "k": rng.randint(1, 20),
+                        "search_mode": rng.choice(["vector", "keyword", "hybrid"]),
+                    },
+                )
             elif kind == "rag":
                 path, body = "/rag/run", {"query": question, **READER}
             else:
-                path, body = "/v1/chat/completions", {"model": "rag", "messages": [{"role": "user", "content": question}], **READER, "stream": rng.random() < 0.5}
+                path, body = (
+                    "/v1/chat/completions",
+                    {
+                        "model": "rag",
+                        "messages": [{"role": "user", "content": question}],
+                        **READER,
+                        "stream": rng.random() < 0.5,
+                    },
+                )
             started = time.monotonic()
             try:
                 response = await client.post(path, json=body)
@@ -112,7 +131,15 @@ class LoadRun:
             batch = []
             for _ in range(rng.choice([1, 1, 2])):
                 canary = new_canary(rng)
-                batch.append(TestDocument(f"{tenant}-{sequence}", tenant, ["ops"], f"Reference {canary}. {rng.choice(FACTS)} Entry {sequence} of {tenant}.", canary))
+                batch.append(
+                    TestDocument(
+                        f"{tenant}-{sequence}",
+                        tenant,
+                        ["ops"],
+                        f"Reference {canary}. {rng.choice(FACTS)} Entry {sequence} of {tenant}.",
+                        canary,
+                    )
+                )
                 sequence += 1
             started = time.monotonic()
             try:
@@ -177,12 +204,24 @@ def test_load_mixed_traffic(server, tmp_path):
     # found by keyword search for its canary.
     missing = []
     for tenant, documents in load.acknowledged.items():
-        body = {"query": "Reference entry", "tenant_id": tenant, "user_tags": ["ops"], "k": 100, "search_mode": "vector"}
+        body = {
+            "query": "Reference entry",
+            "tenant_id": tenant,
+            "user_tags": ["ops"],
+            "k": 100,
+            "search_mode": "vector",
+        }
         listed = server.client.post("/search/run", json=body).json()["result"]["results"]
         found = {hit["document_id"] for hit in listed}
         missing += [d.document_id for d in documents if d.document_id not in found]
         for document in random.Random(tenant).sample(documents, min(3, len(documents))):
-            body = {"query": document.canary, "tenant_id": tenant, "user_tags": ["ops"], "k": 5, "search_mode": "keyword"}
+            body = {
+                "query": document.canary,
+                "tenant_id": tenant,
+                "user_tags": ["ops"],
+                "k": 5,
+                "search_mode": "keyword",
+            }
             hits = server.client.post("/search/run", json=body).json()["result"]["results"]
             if document.document_id not in {hit["document_id"] for hit in hits}:
                 missing.append(f"{document.document_id} (keyword)")

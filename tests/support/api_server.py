@@ -58,7 +58,11 @@ class ApiServer:
         return f"http://127.0.0.1:{self.port}"
 
     def environment(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"}
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"
+        }
         env.update(
             HAYHOOKS_HOST="127.0.0.1",
             HAYHOOKS_PORT=str(self.port),

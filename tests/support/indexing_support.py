@@ -110,7 +110,9 @@ def stored_chunk(document_id: str, index: int, tenant_id: str = "acme", content:
     )
     full.update(meta)
     text = content or f"Chunk {index} of {document_id}."
-    return Document(id=f"{document_id}:{index}", content=text, meta=full, embedding=unit_vector(index + len(document_id)))
+    return Document(
+        id=f"{document_id}:{index}", content=text, meta=full, embedding=unit_vector(index + len(document_id))
+    )
 
 
 def roundtrip(component, name: str = "component"):

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -153,9 +153,16 @@ class OllamaDouble:
 
     def chat_requests(self, kind: str = "answer") -> list[dict[str, Any]]:
         """Recorded /api/chat payloads of one kind: ``answer``, ``rating`` or ``classify``."""
+
         def kind_of(payload: dict[str, Any]) -> str:
             text = "\n".join(m.get("content", "") for m in payload.get("messages", []))
-            return "rating" if "Rate the support level" in text else "classify" if "Classify this query" in text else "answer"
+            return (
+                "rating"
+                if "Rate the support level" in text
+                else "classify"
+                if "Classify this query" in text
+                else "answer"
+            )
 
         return [r["json"] for r in self.requests if r["path"] == "/api/chat" and kind_of(r["json"]) == kind]
 
@@ -198,7 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
                     "modified_at": "2026-01-28T00:00:00Z",
                     "size": 2019393189,
                     "digest": "0" * 64,
-                    "details": {"format": "gguf", "family": "llama", "parameter_size": "3.2B", "quantization_level": "Q4_K_M"},
+                    "details": {
+                        "format": "gguf",
+                        "family": "llama",
+                        "parameter_size": "3.2B",
+                        "quantization_level": "Q4_K_M",
+                    },
                 }
                 for name in self.owner.models
             ]
@@ -233,9 +245,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.owner.delay:
             time.sleep(self.owner.delay)
         text = self.owner.text_for(payload)
-        created = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
-        stats = {"total_duration": 1_000_000, "load_duration": 1000, "prompt_eval_count": 10, "prompt_eval_duration": 1000,
-                 "eval_count": max(1, len(text.split())), "eval_duration": 1000}
+        created = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        stats = {
+            "total_duration": 1_000_000,
+            "load_duration": 1000,
+            "prompt_eval_count": 10,
+            "prompt_eval_duration": 1000,
+            "eval_count": max(1, len(text.split())),
+            "eval_duration": 1000,
+        }
         is_chat = self.path == "/api/chat"
 
         def body(piece: str, done: bool) -> dict[str, Any]:

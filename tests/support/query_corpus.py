@@ -80,7 +80,11 @@ def sample_corpus_chunks(tenants: tuple[str, ...] = ("acme", "globex")) -> list[
             parts = _sections(text)
         else:
             parts = [(None, block.strip()) for block in text.split("\n\n") if len(block.split()) >= 8]
-        meta = {key: value for key, value in entry.items() if key not in {"path", "document_id", "tenant_id", "tags", "scope", "document_name"}}
+        meta = {
+            key: value
+            for key, value in entry.items()
+            if key not in {"path", "document_id", "tenant_id", "tags", "scope", "document_name"}
+        }
         for index, (section, body) in enumerate(parts):
             chunks.append(
                 chunk(
@@ -105,7 +109,9 @@ def _document_embedder():
 
     from components.core.runtime import embedding_model_path
 
-    embedder = SentenceTransformersDocumentEmbedder(model=embedding_model_path(), local_files_only=True, progress_bar=False)
+    embedder = SentenceTransformersDocumentEmbedder(
+        model=embedding_model_path(), local_files_only=True, progress_bar=False
+    )
     embedder.warm_up()
     return embedder
 

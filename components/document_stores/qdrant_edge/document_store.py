@@ -200,7 +200,9 @@ class QdrantEdgeDocumentStore:
         if similarity not in SIMILARITIES:
             raise StoreConfigError(f"similarity must be one of {sorted(SIMILARITIES)}, got {similarity!r}.")
         if max_search_threads is not None and (not isinstance(max_search_threads, int) or max_search_threads <= 0):
-            raise StoreConfigError(f"max_search_threads must be a positive integer or None, got {max_search_threads!r}.")
+            raise StoreConfigError(
+                f"max_search_threads must be a positive integer or None, got {max_search_threads!r}."
+            )
         self.path = path
         self.embedding_dim = embedding_dim
         self.similarity = similarity
@@ -395,7 +397,9 @@ class QdrantEdgeDocumentStore:
         :raises DocumentValidationError: If ``document_ids`` is not a list of strings.
         """
         if not isinstance(document_ids, list) or not all(isinstance(one, str) for one in document_ids):
-            raise DocumentValidationError(f"delete_documents expects a list of document id strings, got {document_ids!r}.")
+            raise DocumentValidationError(
+                f"delete_documents expects a list of document id strings, got {document_ids!r}."
+            )
         if not document_ids:
             return
         shared = self._shard_state()
@@ -625,7 +629,9 @@ class QdrantEdgeDocumentStore:
             if sparse.indices:
                 stages[HYBRID_SOURCES[1]] = Query.Nearest(sparse, using=SPARSE_VECTOR_NAME)
             return self._fuse_with_sources(stages, engine_filter, candidates, limit, rrf_k, return_embedding)
-        prefetches = [Prefetch(limit=candidates, query=Query.Nearest(vector, using=DENSE_VECTOR_NAME), filter=engine_filter)]
+        prefetches = [
+            Prefetch(limit=candidates, query=Query.Nearest(vector, using=DENSE_VECTOR_NAME), filter=engine_filter)
+        ]
         if sparse.indices:
             prefetches.append(
                 Prefetch(limit=candidates, query=Query.Nearest(sparse, using=SPARSE_VECTOR_NAME), filter=engine_filter)
@@ -642,12 +648,20 @@ class QdrantEdgeDocumentStore:
     # ------------------------------------------------------------------ internals
 
     def _fuse_with_sources(
-        self, stages: dict[str, Any], engine_filter: Filter | None, candidates: int, limit: int, rrf_k: int,
+        self,
+        stages: dict[str, Any],
+        engine_filter: Filter | None,
+        candidates: int,
+        limit: int,
+        rrf_k: int,
         return_embedding: bool,
     ) -> list[Document]:
         """The hybrid query's stages as one batch, RRF-fused here, each document marked with its stages."""
         batch = QueryBatchRequest(
-            [QueryRequest(limit=candidates, query=query, filter=engine_filter, with_payload=False) for query in stages.values()]
+            [
+                QueryRequest(limit=candidates, query=query, filter=engine_filter, with_payload=False)
+                for query in stages.values()
+            ]
         )
         shared = self._shard_state()
         with shared.lock.read():  # the stages and the payloads come from the same state of the shard
@@ -698,7 +712,9 @@ class QdrantEdgeDocumentStore:
     def _prepare_points(self, documents: list[Document]) -> list[_PreparedPoint]:
         """Validate the whole batch and build its points; raises before anything touches the shard."""
         if not isinstance(documents, list):
-            raise DocumentValidationError(f"write_documents expects a list of Documents, got {type(documents).__name__}.")
+            raise DocumentValidationError(
+                f"write_documents expects a list of Documents, got {type(documents).__name__}."
+            )
         for index, document in enumerate(documents):
             if not isinstance(document, Document):
                 raise DocumentValidationError(
@@ -706,7 +722,9 @@ class QdrantEdgeDocumentStore:
                 )
             require_content(document)
             if document.blob is not None:
-                logger.warning("Document %r has a blob; the Qdrant Edge store keeps only its text and meta.", document.id)
+                logger.warning(
+                    "Document %r has a blob; the Qdrant Edge store keeps only its text and meta.", document.id
+                )
 
         norms = self._validate_embeddings(documents)
         points = []
@@ -828,7 +846,9 @@ class QdrantEdgeDocumentStore:
             if point.point_id in stored and stored[point.point_id] != point.tenant_id
         ]
         if conflicts:
-            shown = ", ".join(f"{doc_id!r} (stored for {old!r}, written for {new!r})" for doc_id, old, new in conflicts[:5])
+            shown = ", ".join(
+                f"{doc_id!r} (stored for {old!r}, written for {new!r})" for doc_id, old, new in conflicts[:5]
+            )
             raise TenantConflictError(
                 f"{len(conflicts)} document id(s) already belong to another tenant: {shown}. Document ids must be unique "
                 "across tenants: derive document_id from the tenant, or delete the other tenant's document first. "

@@ -100,7 +100,6 @@ def convert_filters(filters: dict[str, Any] | None, access_index: bool = True) -
     return converted
 
 
-
 def _cache_key(value: Any) -> tuple | None:
     """A hashable, exact copy of a filter built only of str-keyed dicts, lists and JSON scalars; else None."""
     kind = type(value)
@@ -141,7 +140,9 @@ def _convert(item: Any, path: str, access_index: bool) -> Condition:
 def _convert_logical(operator: str, item: dict[str, Any], path: str, access_index: bool) -> Condition:
     conditions = item.get("conditions")
     if not isinstance(conditions, list) or not conditions:
-        raise FilterError(f"Logical operator {operator!r} in {path} needs a non-empty list under 'conditions': {item!r}.")
+        raise FilterError(
+            f"Logical operator {operator!r} in {path} needs a non-empty list under 'conditions': {item!r}."
+        )
     rule = _access_rule(conditions) if access_index and operator == "AND" else None
     keys, used = rule if rule is not None else ([], set())
     converted = [
@@ -356,4 +357,3 @@ _BUILDERS: dict[str, Callable[[str, Any, str], Condition]] = {
     "<": _range("<"),
     "<=": _range("<="),
 }
-

@@ -33,7 +33,11 @@ class QdrantEdgeBM25Retriever(QdrantEdgeRetrieverBase):
 
     @component.output_types(documents=list[Document])
     def run(
-        self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None, return_embedding: bool | None = None
+        self,
+        query: str,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve documents by BM25.
@@ -45,12 +49,18 @@ class QdrantEdgeBM25Retriever(QdrantEdgeRetrieverBase):
         :returns: ``{"documents": [...]}`` by descending BM25 score, each with ``score``.
         :raises FilterError: If the filters are malformed.
         """
-        documents = self.document_store.bm25_retrieval(query=query, **self._search_arguments(filters, top_k, return_embedding))
+        documents = self.document_store.bm25_retrieval(
+            query=query, **self._search_arguments(filters, top_k, return_embedding)
+        )
         return {"documents": documents}
 
     @component.output_types(documents=list[Document])
     async def run_async(
-        self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None, return_embedding: bool | None = None
+        self,
+        query: str,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, list[Document]]:
         """Like ``run``, off the event loop (a query may wait for a write to finish)."""
         return await asyncio.to_thread(self.run, query, filters, top_k, return_embedding)

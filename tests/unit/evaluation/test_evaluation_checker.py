@@ -8,7 +8,12 @@ from evaluation.checker import THRESHOLDS_PATH, ThresholdsError, Violation, chec
 
 pytestmark = pytest.mark.unit
 
-REQUIRED = {"recall_at_5": ("min", 0.80), "citation_validity": ("min", 1.0), "determinism": ("min", 1.0), "forbidden_leakage": ("max", 0)}
+REQUIRED = {
+    "recall_at_5": ("min", 0.80),
+    "citation_validity": ("min", 1.0),
+    "determinism": ("min", 1.0),
+    "forbidden_leakage": ("max", 0),
+}
 
 
 def ok(value: float) -> dict:
@@ -22,7 +27,11 @@ def good_metrics() -> dict:
         "determinism": ok(1.0),
         "forbidden_leakage": ok(0),
         "errors": ok(0),
-        "ragas_faithfulness": {"value": None, "status": "not_run", "reason": "no judge LLM: OLLAMA_BASE_URL is not set"},
+        "ragas_faithfulness": {
+            "value": None,
+            "status": "not_run",
+            "reason": "no judge LLM: OLLAMA_BASE_URL is not set",
+        },
     }
 
 
@@ -51,7 +60,11 @@ class TestChecker:
         bad["citation_validity"] = ok(0.97)
         bad["forbidden_leakage"] = ok(2)
         violations = check({"datasets": {"sample-gold": {"metrics": bad}}}, thresholds)
-        assert {violation.metric for violation in violations} == {"recall_at_5", "citation_validity", "forbidden_leakage"}
+        assert {violation.metric for violation in violations} == {
+            "recall_at_5",
+            "citation_validity",
+            "forbidden_leakage",
+        }
         assert "0.42 < min 0.8" in str(next(v for v in violations if v.metric == "recall_at_5"))
         assert "2 > max 0" in str(next(v for v in violations if v.metric == "forbidden_leakage"))
 
@@ -67,13 +80,17 @@ class TestChecker:
         metrics["determinism"] = {"value": None, "status": "not_run", "reason": "no repeat run"}
         del metrics["errors"]
         violations = check({"datasets": {"normans": {"metrics": metrics}}}, thresholds)
-        assert {(v.metric, "did not run (no repeat run)" in v.message or "missing" in v.message) for v in violations} == {("determinism", True), ("errors", True)}
+        assert {
+            (v.metric, "did not run (no repeat run)" in v.message or "missing" in v.message) for v in violations
+        } == {("determinism", True), ("errors", True)}
 
     def test_when_run_metric_is_checked_only_when_it_ran(self, thresholds):
         metrics = good_metrics()
         assert check({"datasets": {"normans": {"metrics": metrics}}}, thresholds) == []
         metrics["ragas_faithfulness"] = ok(0.2)
-        assert [v.metric for v in check({"datasets": {"normans": {"metrics": metrics}}}, thresholds)] == ["ragas_faithfulness"]
+        assert [v.metric for v in check({"datasets": {"normans": {"metrics": metrics}}}, thresholds)] == [
+            "ragas_faithfulness"
+        ]
 
     def test_empty_summary_fails(self, thresholds):
         assert check({"datasets": {}}, thresholds) == [Violation("*", "*", "the summary holds no dataset results")]

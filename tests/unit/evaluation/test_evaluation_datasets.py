@@ -93,7 +93,10 @@ class TestSampleGold:
     def test_size_and_kinds(self, gold):
         assert len(gold.questions) >= 40
         assert len(gold.unanswerable) >= 10
-        assert all(question.gold_document_ids and question.reference_answer and question.gold_answers for question in gold.answerable)
+        assert all(
+            question.gold_document_ids and question.reference_answer and question.gold_answers
+            for question in gold.answerable
+        )
         forbidden = [question for question in gold.questions if question.forbidden_document_ids]
         assert len(forbidden) >= 3 and all(question.category == "forbidden" for question in forbidden)
 
@@ -124,25 +127,54 @@ class TestRequester:
         assert requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "user", "user_id": "u1"})
         assert not requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "user", "user_id": "u2"})
         assert requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": "p1"})
-        assert not Requester("acme", ("hr",)).can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": None})
+        assert not Requester("acme", ("hr",)).can_see(
+            {"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": None}
+        )
 
     def test_request_fields(self):
-        assert Requester("acme", ("hr",), user_id="u1").request_fields() == {"tenant_id": "acme", "user_tags": ["hr"], "user_id": "u1"}
+        assert Requester("acme", ("hr",), user_id="u1").request_fields() == {
+            "tenant_id": "acme",
+            "user_tags": ["hr"],
+            "user_id": "u1",
+        }
 
 
 class TestGenericLoader:
     def test_jsonl_questions_with_jsonl_corpus(self, tmp_path):
         corpus = tmp_path / "corpus.jsonl"
         corpus.write_text(
-            json.dumps({"document_id": "kb-1", "content": "The office opens at 8:00.", "tenant_id": "t", "tags": ["all"]}) + "\n"
-            + json.dumps({"document_id": "kb-2", "content": "Lunch is at noon.", "tenant_id": "t", "tags": "all,extra"}) + "\n"
+            json.dumps(
+                {"document_id": "kb-1", "content": "The office opens at 8:00.", "tenant_id": "t", "tags": ["all"]}
+            )
+            + "\n"
+            + json.dumps({"document_id": "kb-2", "content": "Lunch is at noon.", "tenant_id": "t", "tags": "all,extra"})
+            + "\n"
         )
         questions = tmp_path / "questions.jsonl"
         questions.write_text(
             "# comment lines are skipped\n"
-            + json.dumps({"id": "q1", "question": "When does the office open?", "tenant_id": "t", "user_tags": ["all"], "answerable": True,
-                          "gold_document_ids": ["kb-1"], "gold_answers": ["8:00"], "reference_answer": "At 8:00."}) + "\n"
-            + json.dumps({"id": "q2", "question": "Is there a gym?", "requester": {"tenant_id": "t", "user_tags": ["all"]}, "answerable": False}) + "\n"
+            + json.dumps(
+                {
+                    "id": "q1",
+                    "question": "When does the office open?",
+                    "tenant_id": "t",
+                    "user_tags": ["all"],
+                    "answerable": True,
+                    "gold_document_ids": ["kb-1"],
+                    "gold_answers": ["8:00"],
+                    "reference_answer": "At 8:00.",
+                }
+            )
+            + "\n"
+            + json.dumps(
+                {
+                    "id": "q2",
+                    "question": "Is there a gym?",
+                    "requester": {"tenant_id": "t", "user_tags": ["all"]},
+                    "answerable": False,
+                }
+            )
+            + "\n"
         )
         dataset = load_dataset(questions, corpus=corpus)
         assert dataset.name == "questions" and len(dataset.documents) == 2
@@ -150,7 +182,9 @@ class TestGenericLoader:
         assert [question.category for question in dataset.questions] == ["answerable", "unanswerable"]
 
     def test_yaml_dataset_with_inline_documents(self, tmp_path):
-        (tmp_path / "corpus.yml").write_text("documents:\n  - {document_id: a-1, content: 'Alpha text.', tenant_id: t, tags: [x]}\n")
+        (tmp_path / "corpus.yml").write_text(
+            "documents:\n  - {document_id: a-1, content: 'Alpha text.', tenant_id: t, tags: [x]}\n"
+        )
         (tmp_path / "set.yml").write_text(
             "name: mine\ncorpus: corpus.yml\nrequesters:\n  r: {tenant_id: t, user_tags: [x]}\n"
             "questions:\n  - {id: q, question: 'Alpha?', requester: r, answerable: true, gold_document_ids: [a-1], gold_answers: '1,500'}\n"
@@ -160,25 +194,85 @@ class TestGenericLoader:
 
     def test_squad_json(self, tmp_path):
         path = tmp_path / "squad.json"
-        path.write_text(json.dumps({"data": [{"title": "Tiny Set", "paragraphs": [{"context": "Cats purr.", "qas": [
-            {"id": "1", "question": "What do cats do?", "answers": [{"text": "purr", "answer_start": 5}], "is_impossible": False}]}]}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "data": [
+                        {
+                            "title": "Tiny Set",
+                            "paragraphs": [
+                                {
+                                    "context": "Cats purr.",
+                                    "qas": [
+                                        {
+                                            "id": "1",
+                                            "question": "What do cats do?",
+                                            "answers": [{"text": "purr", "answer_start": 5}],
+                                            "is_impossible": False,
+                                        }
+                                    ],
+                                }
+                            ],
+                        }
+                    ]
+                }
+            )
+        )
         dataset = load_dataset(path)
         assert dataset.documents[0].document_id == "tiny-set-p00" and dataset.questions[0].gold_answers == ("purr",)
 
     @pytest.mark.parametrize(
         ("question", "message"),
         [
-            ({"id": "q", "question": "x", "answerable": "yes", "tenant_id": "t", "user_tags": ["x"]}, "`answerable` must be true or false"),
-            ({"id": "q", "question": "x", "answerable": True, "tenant_id": "t", "user_tags": ["x"]}, "needs gold_document_ids"),
-            ({"id": "q", "question": "x", "answerable": True, "tenant_id": "t", "user_tags": ["x"], "gold_document_ids": ["nope"]}, "unknown document 'nope'"),
-            ({"id": "q", "question": "x", "answerable": True, "tenant_id": "other", "user_tags": ["x"], "gold_document_ids": ["a-1"]}, "not visible to its requester"),
-            ({"id": "q", "question": "x", "answerable": False, "tenant_id": "t", "user_tags": ["x"], "forbidden_document_ids": ["a-1"]}, "is visible to its requester"),
+            (
+                {"id": "q", "question": "x", "answerable": "yes", "tenant_id": "t", "user_tags": ["x"]},
+                "`answerable` must be true or false",
+            ),
+            (
+                {"id": "q", "question": "x", "answerable": True, "tenant_id": "t", "user_tags": ["x"]},
+                "needs gold_document_ids",
+            ),
+            (
+                {
+                    "id": "q",
+                    "question": "x",
+                    "answerable": True,
+                    "tenant_id": "t",
+                    "user_tags": ["x"],
+                    "gold_document_ids": ["nope"],
+                },
+                "unknown document 'nope'",
+            ),
+            (
+                {
+                    "id": "q",
+                    "question": "x",
+                    "answerable": True,
+                    "tenant_id": "other",
+                    "user_tags": ["x"],
+                    "gold_document_ids": ["a-1"],
+                },
+                "not visible to its requester",
+            ),
+            (
+                {
+                    "id": "q",
+                    "question": "x",
+                    "answerable": False,
+                    "tenant_id": "t",
+                    "user_tags": ["x"],
+                    "forbidden_document_ids": ["a-1"],
+                },
+                "is visible to its requester",
+            ),
             ({"id": "q", "question": "x", "answerable": False, "requester": "ghost"}, "unknown requester 'ghost'"),
             ({"id": "q", "question": "x", "answerable": False, "tenant_id": "t"}, "at least one user tag"),
         ],
     )
     def test_bad_questions_name_the_problem(self, tmp_path, question, message):
-        (tmp_path / "corpus.yml").write_text("documents:\n  - {document_id: a-1, content: 'Alpha.', tenant_id: t, tags: [x]}\n")
+        (tmp_path / "corpus.yml").write_text(
+            "documents:\n  - {document_id: a-1, content: 'Alpha.', tenant_id: t, tags: [x]}\n"
+        )
         path = tmp_path / "questions.jsonl"
         path.write_text(json.dumps(question) + "\n")
         with pytest.raises(DatasetError, match=re.escape(message)):

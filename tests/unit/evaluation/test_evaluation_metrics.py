@@ -13,9 +13,9 @@ from evaluation.metrics import (
     contains_gold_span,
     invalid_citations,
     is_abstention,
+    judge_status,
     leaked_documents,
     llm_judged_metrics,
-    judge_status,
     normalize_answer,
     our_metrics,
     percentile,
@@ -32,7 +32,12 @@ def gold():
 
 
 def record(**fields) -> QuestionRecord:
-    defaults = {"question_id": "q", "question": "What?", "answerable": True, "requester": {"tenant_id": "acme", "user_tags": ["all-staff"]}}
+    defaults = {
+        "question_id": "q",
+        "question": "What?",
+        "answerable": True,
+        "requester": {"tenant_id": "acme", "user_tags": ["all-staff"]},
+    }
     return QuestionRecord(**{**defaults, **fields})
 
 
@@ -53,7 +58,9 @@ class TestNormalizeAnswer:
 
 class TestContainsGoldSpan:
     def test_span_found_after_normalisation(self):
-        assert contains_gold_span("They lived in the 10th and 11th centuries. [SourceId: normans-p00:0]", ["10th and 11th centuries"])
+        assert contains_gold_span(
+            "They lived in the 10th and 11th centuries. [SourceId: normans-p00:0]", ["10th and 11th centuries"]
+        )
 
     def test_any_of_several_spans(self):
         assert contains_gold_span("It is France.", ["Normandy", "france"])
@@ -116,8 +123,18 @@ class TestCitationValidity:
 
     def test_metric_is_share_of_citing_responses_without_invalid_ids(self, gold):
         records = [
-            record(question_id="1", answer="x [SourceId: acme-hr-handbook:0]", context=[chunk("acme-hr-handbook:0")], citations=["acme-hr-handbook:0"]),
-            record(question_id="2", answer="y [SourceId: acme-hr-handbook:9]", context=[chunk("acme-hr-handbook:0")], citations=[]),
+            record(
+                question_id="1",
+                answer="x [SourceId: acme-hr-handbook:0]",
+                context=[chunk("acme-hr-handbook:0")],
+                citations=["acme-hr-handbook:0"],
+            ),
+            record(
+                question_id="2",
+                answer="y [SourceId: acme-hr-handbook:9]",
+                context=[chunk("acme-hr-handbook:0")],
+                citations=[],
+            ),
             record(question_id="3", answer=INSUFFICIENT_INFORMATION_ANSWER, action="ROUTE"),
         ]
         metric = our_metrics(records, gold)["citation_validity"]
@@ -145,10 +162,15 @@ class TestLeakage:
         assert leaked_documents(leak, gold) == ["acme-fy2025-budget"]
 
     def test_user_and_project_scope(self, gold):
-        stranger = record(requester={"tenant_id": "acme", "user_tags": ["all-staff", "engineering"], "user_id": "u-other"},
-                          context=[chunk("acme-onboarding-priya:0"), chunk("acme-atlas-design:0")])
+        stranger = record(
+            requester={"tenant_id": "acme", "user_tags": ["all-staff", "engineering"], "user_id": "u-other"},
+            context=[chunk("acme-onboarding-priya:0"), chunk("acme-atlas-design:0")],
+        )
         assert leaked_documents(stranger, gold) == ["acme-onboarding-priya", "acme-atlas-design"]
-        priya = record(requester={"tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-priya"}, context=[chunk("acme-onboarding-priya:0")])
+        priya = record(
+            requester={"tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-priya"},
+            context=[chunk("acme-onboarding-priya:0")],
+        )
         assert leaked_documents(priya, gold) == []
 
     def test_cited_forbidden_document_leaks(self, gold):
@@ -159,20 +181,49 @@ class TestLeakage:
         assert leaked_documents(record(context=[chunk("nowhere:0")]), gold) == ["nowhere"]
 
     def test_metric_counts_questions(self, gold):
-        records = [record(question_id="1", context=[chunk("globex-oncall-guide:0"), chunk("globex-oncall-guide:1")]), record(question_id="2")]
+        records = [
+            record(question_id="1", context=[chunk("globex-oncall-guide:0"), chunk("globex-oncall-guide:1")]),
+            record(question_id="2"),
+        ]
         assert our_metrics(records, gold)["forbidden_leakage"].value == 1
 
 
 class TestOurMetrics:
     def test_figures_on_a_small_run(self, gold):
         records = [
-            record(question_id="a1", gold_document_ids=["acme-hr-handbook"], gold_answers=["27 days"], action="CITE", grounded=True,
-                   answer="27 days [SourceId: acme-hr-handbook:0]", context=[chunk("acme-hr-handbook:0")], citations=["acme-hr-handbook:0"],
-                   confidence={"overall": 80}, latency_ms=10.0, top3_repeat=["acme-hr-handbook:0"]),
-            record(question_id="a2", gold_document_ids=["acme-expense-policy"], gold_answers=["30 days"], action="ROUTE",
-                   answer="Unrelated.", context=[chunk("acme-hr-handbook:1")], confidence={"overall": 40}, latency_ms=30.0, top3_repeat=["x:0"]),
-            record(question_id="u1", answerable=False, action="ROUTE", answer=INSUFFICIENT_INFORMATION_ANSWER,
-                   confidence={"overall": 20}, latency_ms=20.0, top3_repeat=[]),
+            record(
+                question_id="a1",
+                gold_document_ids=["acme-hr-handbook"],
+                gold_answers=["27 days"],
+                action="CITE",
+                grounded=True,
+                answer="27 days [SourceId: acme-hr-handbook:0]",
+                context=[chunk("acme-hr-handbook:0")],
+                citations=["acme-hr-handbook:0"],
+                confidence={"overall": 80},
+                latency_ms=10.0,
+                top3_repeat=["acme-hr-handbook:0"],
+            ),
+            record(
+                question_id="a2",
+                gold_document_ids=["acme-expense-policy"],
+                gold_answers=["30 days"],
+                action="ROUTE",
+                answer="Unrelated.",
+                context=[chunk("acme-hr-handbook:1")],
+                confidence={"overall": 40},
+                latency_ms=30.0,
+                top3_repeat=["x:0"],
+            ),
+            record(
+                question_id="u1",
+                answerable=False,
+                action="ROUTE",
+                answer=INSUFFICIENT_INFORMATION_ANSWER,
+                confidence={"overall": 20},
+                latency_ms=20.0,
+                top3_repeat=[],
+            ),
         ]
         metrics = our_metrics(records, gold)
         assert metrics["recall_at_5"].value == 0.5
@@ -186,10 +237,16 @@ class TestOurMetrics:
         assert metrics["search_latency_p50_ms"].status == "not_run"
 
     def test_recall_uses_search_results_when_present(self, gold):
-        hit = record(gold_document_ids=["acme-it-equipment"], context=[chunk("acme-hr-handbook:0")],
-                     retrieved=[chunk(f"acme-hr-handbook:{index}") for index in range(4)] + [chunk("acme-it-equipment:2")])
-        miss = record(question_id="m", gold_document_ids=["acme-it-equipment"],
-                      retrieved=[chunk(f"acme-hr-handbook:{index}") for index in range(5)] + [chunk("acme-it-equipment:2")])
+        hit = record(
+            gold_document_ids=["acme-it-equipment"],
+            context=[chunk("acme-hr-handbook:0")],
+            retrieved=[chunk(f"acme-hr-handbook:{index}") for index in range(4)] + [chunk("acme-it-equipment:2")],
+        )
+        miss = record(
+            question_id="m",
+            gold_document_ids=["acme-it-equipment"],
+            retrieved=[chunk(f"acme-hr-handbook:{index}") for index in range(5)] + [chunk("acme-it-equipment:2")],
+        )
         assert our_metrics([hit], gold)["recall_at_5"].value == 1.0
         assert our_metrics([miss], gold)["recall_at_5"].value == 0.0
 
@@ -216,7 +273,16 @@ class TestRagasMetrics:
         assert metrics["ragas_id_context_recall"].family == "ragas"
 
     def test_text_metrics_run_or_say_why(self):
-        metrics = ragas_metrics([record(gold_document_ids=["d1"], context=[chunk("d1:0", "a b c")], reference_contexts=["a b c"], reference_answer="a")])
+        metrics = ragas_metrics(
+            [
+                record(
+                    gold_document_ids=["d1"],
+                    context=[chunk("d1:0", "a b c")],
+                    reference_contexts=["a b c"],
+                    reference_answer="a",
+                )
+            ]
+        )
         for name in ("ragas_context_recall", "ragas_context_precision", "ragas_string_similarity"):
             assert metrics[name].ran or (metrics[name].status == "not_run" and "rapidfuzz" in metrics[name].reason)
 
@@ -251,7 +317,9 @@ class TestLlmJudged:
                     return response_model(question="How many days of leave?", noncommittal=0)
                 if response_model.__name__ == "StatementGeneratorOutput":
                     return response_model(statements=["Employees get 27 days."])
-                return response_model(statements=[{"statement": "Employees get 27 days.", "reason": "in context", "verdict": 1}])
+                return response_model(
+                    statements=[{"statement": "Employees get 27 days.", "reason": "in context", "verdict": 1}]
+                )
 
             async def agenerate(self, prompt, response_model):
                 return self.generate(prompt, response_model)
@@ -263,8 +331,17 @@ class TestLlmJudged:
             async def aembed_text(self, text, **kwargs):
                 return self.embed_text(text)
 
-        records = [record(question="How many days of leave?", action="CITE", answer="Employees get 27 days. [SourceId: d:0]", context=[chunk("d:0", "Employees get 27 days.")])]
-        metrics = llm_judged_metrics(records, status=(True, "judge: scripted"), judge_factory=lambda: (ScriptedJudge(), ConstantEmbeddings()))
+        records = [
+            record(
+                question="How many days of leave?",
+                action="CITE",
+                answer="Employees get 27 days. [SourceId: d:0]",
+                context=[chunk("d:0", "Employees get 27 days.")],
+            )
+        ]
+        metrics = llm_judged_metrics(
+            records, status=(True, "judge: scripted"), judge_factory=lambda: (ScriptedJudge(), ConstantEmbeddings())
+        )
         assert metrics["ragas_faithfulness"].value == pytest.approx(1.0) and metrics["ragas_faithfulness"].n == 1
         assert metrics["ragas_response_relevancy"].value == pytest.approx(1.0)
         assert metrics["ragas_faithfulness"].family == "ragas-llm"
@@ -273,7 +350,9 @@ class TestLlmJudged:
         def broken_judge():
             raise RuntimeError("judge exploded")
 
-        metrics = llm_judged_metrics([record(action="CITE", context=[chunk("d:0")])], status=(True, "judge: test"), judge_factory=broken_judge)
+        metrics = llm_judged_metrics(
+            [record(action="CITE", context=[chunk("d:0")])], status=(True, "judge: test"), judge_factory=broken_judge
+        )
         assert all(value.status == "not_run" and "judge exploded" in value.reason for value in metrics.values())
 
 

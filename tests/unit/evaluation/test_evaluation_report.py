@@ -26,25 +26,59 @@ def run():
     for number, question in enumerate(dataset.questions):
         if question.answerable:
             chunk = ContextChunk(f"{question.gold_document_ids[0]}:0", question.gold_document_ids[0], "text", 0.6)
-            answer, action, confidence, context = f"{question.gold_answers[0]} [SourceId: {chunk.source_id}]", "CITE", 70 + number % 30, [chunk]
+            answer, action, confidence, context = (
+                f"{question.gold_answers[0]} [SourceId: {chunk.source_id}]",
+                "CITE",
+                70 + number % 30,
+                [chunk],
+            )
         else:
-            answer, action, confidence, context = "I don't have enough information in the available documents to answer this question.", "ROUTE", 10 + number % 40, []
-        records.append(QuestionRecord(
-            question_id=question.id, question=question.question, answerable=question.answerable, category=question.category,
-            requester=question.requester.request_fields(), gold_document_ids=list(question.gold_document_ids), gold_answers=list(question.gold_answers),
-            reference_answer=question.reference_answer, forbidden_document_ids=list(question.forbidden_document_ids), answer=answer, action=action,
-            confidence={"overall": confidence, "retrieval_score": 0.5, "coverage_score": 1.0, "llm_score": None}, grounded=action == "CITE",
-            context=context, citations=[chunk.source_id for chunk in context], latency_ms=12.0, stage_ms={"retriever": 3.0, "answerer": 1.0},
-            top3_repeat=[chunk.source_id for chunk in context],
-        ))
+            answer, action, confidence, context = (
+                "I don't have enough information in the available documents to answer this question.",
+                "ROUTE",
+                10 + number % 40,
+                [],
+            )
+        records.append(
+            QuestionRecord(
+                question_id=question.id,
+                question=question.question,
+                answerable=question.answerable,
+                category=question.category,
+                requester=question.requester.request_fields(),
+                gold_document_ids=list(question.gold_document_ids),
+                gold_answers=list(question.gold_answers),
+                reference_answer=question.reference_answer,
+                forbidden_document_ids=list(question.forbidden_document_ids),
+                answer=answer,
+                action=action,
+                confidence={"overall": confidence, "retrieval_score": 0.5, "coverage_score": 1.0, "llm_score": None},
+                grounded=action == "CITE",
+                context=context,
+                citations=[chunk.source_id for chunk in context],
+                latency_ms=12.0,
+                stage_ms={"retriever": 3.0, "answerer": 1.0},
+                top3_repeat=[chunk.source_id for chunk in context],
+            )
+        )
     metrics = compute_metrics(records, dataset, judge=(False, "no judge LLM: OLLAMA_BASE_URL is not set"))
     summary = {
         "mode": "ci",
         "routing_threshold": 60,
         "judge": {"available": False, "reason": "no judge LLM: OLLAMA_BASE_URL is not set"},
-        "datasets": {dataset.name: {"documents": 17, "chunks": 100, "questions": len(records), "answerable": 42, "unanswerable": 18,
-                                    "granularity": dataset.granularity, "index_seconds": 1.0, "stage_latency_p50_ms": {"retriever": 3.0, "answerer": 1.0},
-                                    "metrics": {name: value.to_dict() for name, value in metrics.items()}}},
+        "datasets": {
+            dataset.name: {
+                "documents": 17,
+                "chunks": 100,
+                "questions": len(records),
+                "answerable": 42,
+                "unanswerable": 18,
+                "granularity": dataset.granularity,
+                "index_seconds": 1.0,
+                "stage_latency_p50_ms": {"retriever": 3.0, "answerer": 1.0},
+                "metrics": {name: value.to_dict() for name, value in metrics.items()},
+            }
+        },
     }
     return summary, {dataset.name: records}
 
@@ -53,7 +87,9 @@ class TestReport:
     def test_writes_json_markdown_questions_and_charts(self, run, tmp_path):
         summary, records = run
         paths = write_report(summary, records, tmp_path)
-        assert json.loads(paths["json"].read_text())["datasets"]["sample-gold"]["metrics"]["recall_at_5"]["value"] == 1.0
+        assert (
+            json.loads(paths["json"].read_text())["datasets"]["sample-gold"]["metrics"]["recall_at_5"]["value"] == 1.0
+        )
         lines = paths["questions:sample-gold"].read_text().splitlines()
         assert len(lines) == 60 and json.loads(lines[0])["question_id"] == "acme-leave-days"
         for kind in ("metrics_png", "confidence_png", "latency_png"):
@@ -107,7 +143,9 @@ class TestStageTimer:
 
 class TestCommandLine:
     def test_parse_overrides(self):
-        assert parse_overrides(["answerer.min_query_coverage=0.3", "answerer.max_sentences=1"]) == {"answerer": {"min_query_coverage": 0.3, "max_sentences": 1}}
+        assert parse_overrides(["answerer.min_query_coverage=0.3", "answerer.max_sentences=1"]) == {
+            "answerer": {"min_query_coverage": 0.3, "max_sentences": 1}
+        }
         with pytest.raises(SystemExit):
             parse_overrides(["answerer=1"])
 

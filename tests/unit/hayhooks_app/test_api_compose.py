@@ -114,10 +114,17 @@ class TestServerProfileLoads:
     def test_profile_pipeline_builds_without_a_server(self, name, tmp_path, no_network):
         from components.services.pipeline_loader import load_pipeline
 
-        env = {"QDRANT_URL": "http://qdrant:6333", "SOURCEBOUND_DATA_DIR": str(tmp_path), "OLLAMA_BASE_URL": "http://ollama:11434"}
+        env = {
+            "QDRANT_URL": "http://qdrant:6333",
+            "SOURCEBOUND_DATA_DIR": str(tmp_path),
+            "OLLAMA_BASE_URL": "http://ollama:11434",
+        }
         pipeline = load_pipeline(profiles.SERVER_PROFILE_DIR / f"{name}.yml", env=env)
         stores = {
-            type(getattr(c, attribute)).__name__ for _, c in pipeline.walk() for attribute in ("document_store", "_document_store") if hasattr(c, attribute)
+            type(getattr(c, attribute)).__name__
+            for _, c in pipeline.walk()
+            for attribute in ("document_store", "_document_store")
+            if hasattr(c, attribute)
         }
         assert stores == {"QdrantDocumentStore"}
 

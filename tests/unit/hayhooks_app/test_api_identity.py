@@ -63,7 +63,10 @@ class TestKeysFile:
             cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["root"])
 
     def test_cli_add_list_revoke(self, keys_file, capsys):
-        assert cli_keys.main(["--keys-file", str(keys_file), "add", "--tenant", "acme", "--tags", "hr,it", "--user", "u1"]) == 0
+        assert (
+            cli_keys.main(["--keys-file", str(keys_file), "add", "--tenant", "acme", "--tags", "hr,it", "--user", "u1"])
+            == 0
+        )
         key = capsys.readouterr().out.strip().splitlines()[-1]
         assert key.startswith("sb_") and ApiKeyStore(keys_file).lookup(key).tags == ("hr", "it")
         assert cli_keys.main(["--keys-file", str(keys_file), "list"]) == 0
@@ -75,28 +78,41 @@ class TestKeysFile:
 @pytest.mark.unit
 class TestResolveIdentity:
     def test_trusted_takes_the_body(self):
-        identity = resolve_identity("trusted", None, {}, tenant_id="acme", user_tags=["hr", "hr"], user_id="u", project_id="p")
+        identity = resolve_identity(
+            "trusted", None, {}, tenant_id="acme", user_tags=["hr", "hr"], user_id="u", project_id="p"
+        )
         assert identity == Identity("acme", ("hr",), "u", "p")
         assert identity.scope == "project"
 
-    @pytest.mark.parametrize(("tenant_id", "user_tags", "field"), [(None, ["hr"], "tenant_id"), ("acme", None, "user_tags"), ("acme", [], "user_tags")])
+    @pytest.mark.parametrize(
+        ("tenant_id", "user_tags", "field"),
+        [(None, ["hr"], "tenant_id"), ("acme", None, "user_tags"), ("acme", [], "user_tags")],
+    )
     def test_trusted_requires_tenant_and_tags(self, tenant_id, user_tags, field):
         with pytest.raises(ApiError) as caught:
             resolve_identity("trusted", None, {}, tenant_id=tenant_id, user_tags=user_tags)
         assert caught.value.status_code == 422 and field in caught.value.message
 
     def test_api_key_defaults_to_the_key(self, keys_file, alice_key):
-        identity = resolve_identity("api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id=None, user_tags=None)
-        assert identity.tenant_id == "acme" and identity.user_tags == ("hr", "engineering") and identity.user_id == "alice"
+        identity = resolve_identity(
+            "api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id=None, user_tags=None
+        )
+        assert (
+            identity.tenant_id == "acme" and identity.user_tags == ("hr", "engineering") and identity.user_id == "alice"
+        )
         assert identity.key_id.startswith("key-")
 
     def test_api_key_intersects_tags(self, keys_file, alice_key):
-        identity = resolve_identity("api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id="acme", user_tags=["finance", "hr"])
+        identity = resolve_identity(
+            "api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id="acme", user_tags=["finance", "hr"]
+        )
         assert identity.user_tags == ("hr",)
 
     def test_api_key_rejects_tags_outside_the_key(self, keys_file, alice_key):
         with pytest.raises(ApiError) as caught:
-            resolve_identity("api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id=None, user_tags=["finance"])
+            resolve_identity(
+                "api_key", ApiKeyStore(keys_file), _bearer(alice_key), tenant_id=None, user_tags=["finance"]
+            )
         assert caught.value.status_code == 403
 
     def test_api_key_rejects_another_tenant_or_user(self, keys_file, alice_key):
@@ -106,7 +122,9 @@ class TestResolveIdentity:
                 resolve_identity("api_key", store, _bearer(alice_key), user_tags=None, **{"tenant_id": None, **fields})
             assert caught.value.status_code == 403
 
-    @pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer nope"}, {"authorization": "Basic abc"}, {"authorization": "Bearer "}])
+    @pytest.mark.parametrize(
+        "headers", [{}, {"authorization": "Bearer nope"}, {"authorization": "Basic abc"}, {"authorization": "Bearer "}]
+    )
     def test_api_key_missing_or_unknown_is_401(self, keys_file, alice_key, headers):
         with pytest.raises(ApiError) as caught:
             resolve_identity("api_key", ApiKeyStore(keys_file), headers, tenant_id=None, user_tags=None)
@@ -115,7 +133,12 @@ class TestResolveIdentity:
     def test_project_restricted_keys(self, keys_file):
         key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["engineering"], projects=["atlas"])
         store = ApiKeyStore(keys_file)
-        assert resolve_identity("api_key", store, _bearer(key), tenant_id=None, user_tags=None, project_id="atlas").project_id == "atlas"
+        assert (
+            resolve_identity(
+                "api_key", store, _bearer(key), tenant_id=None, user_tags=None, project_id="atlas"
+            ).project_id
+            == "atlas"
+        )
         with pytest.raises(ApiError):
             resolve_identity("api_key", store, _bearer(key), tenant_id=None, user_tags=None, project_id="zeus")
 

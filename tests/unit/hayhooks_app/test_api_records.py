@@ -28,7 +28,13 @@ class TestRecordStore:
         )  # fmt: skip
         (row,) = store.queries()
         assert row["query_text"] == "How many vacation days?" and row["outcome"] == "ok"
-        assert (row["tenant_id"], row["scope"], row["result_count"], row["tokens_used"], row["action"]) == ("acme", "user", 3, 420, "CITE")
+        assert (row["tenant_id"], row["scope"], row["result_count"], row["tokens_used"], row["action"]) == (
+            "acme",
+            "user",
+            3,
+            420,
+            "CITE",
+        )
         assert row["latency_ms"] == pytest.approx(12.346)
 
     def test_log_query_hash_mode_keeps_no_text(self, tmp_path):
@@ -48,10 +54,22 @@ class TestRecordStore:
 
     def test_log_event(self, tmp_path):
         store = RecordStore(tmp_path / "r.sqlite")
-        store.log_event("invalidate", tenant_id="acme", document_ids=["d-1", "d-2"], reason="upstream_taint", cascade_id="c-9", chunks=7)
+        store.log_event(
+            "invalidate",
+            tenant_id="acme",
+            document_ids=["d-1", "d-2"],
+            reason="upstream_taint",
+            cascade_id="c-9",
+            chunks=7,
+        )
         (event,) = store.events(tenant_id="acme")
         assert event["document_ids"] == ["d-1", "d-2"]
-        assert (event["event"], event["reason"], event["cascade_id"], event["chunks"]) == ("invalidate", "upstream_taint", "c-9", 7)
+        assert (event["event"], event["reason"], event["cascade_id"], event["chunks"]) == (
+            "invalidate",
+            "upstream_taint",
+            "c-9",
+            7,
+        )
         assert store.events(tenant_id="globex") == []
 
     def test_prune_removes_only_old_rows(self, tmp_path):

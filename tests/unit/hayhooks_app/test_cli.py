@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.indexing_support import write_mixed_folder
 
 from hayhooks_app.cli import build_parser, main, plugin_modules
-from support.indexing_support import write_mixed_folder
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -49,7 +50,18 @@ def test_cli_lifecycle(tmp_path, capsys):
     write_mixed_folder(folder)
 
     # As a separate process, like a user: index, then bad input (exit 2, nothing written).
-    indexed = sourcebound("index", str(folder), "--tenant", "acme", "--tags", "hr,handbook", "--json", "--batch-size", "2", data_dir=data_dir)
+    indexed = sourcebound(
+        "index",
+        str(folder),
+        "--tenant",
+        "acme",
+        "--tags",
+        "hr,handbook",
+        "--json",
+        "--batch-size",
+        "2",
+        data_dir=data_dir,
+    )
     assert indexed.returncode == 0, indexed.stderr
     result = json.loads(indexed.stdout)
     assert [entry["status"] for entry in result["documents"]] == ["indexed"] * 4 and result["chunks_written"] > 0
@@ -61,7 +73,9 @@ def test_cli_lifecycle(tmp_path, capsys):
 
     # The rest in this process (from here on it holds the shard, so no more subprocesses on data_dir).
     data = ["--data-dir", str(data_dir)]
-    code, out, _ = run_in_process(capsys, "index", str(folder), "--tenant", "acme", "--tags", "hr,handbook", "--no-progress", *data)
+    code, out, _ = run_in_process(
+        capsys, "index", str(folder), "--tenant", "acme", "--tags", "hr,handbook", "--no-progress", *data
+    )
     assert code == 0 and "0 indexed, 4 unchanged, 0 failed; 0 chunks written" in out
 
     code, out, _ = run_in_process(capsys, "taint", "--tenant", "acme", document_ids[0], "--json", *data)
@@ -71,9 +85,23 @@ def test_cli_lifecycle(tmp_path, capsys):
     code, _, err = run_in_process(capsys, "invalidate", "--tenant", "acme", "bad id", *data)
     assert code == 2 and "document_id 'bad id' is invalid" in err
 
-    code, out, _ = run_in_process(capsys, "invalidate", "--tenant", "acme", document_ids[1], "--reason", "outdated", "--cascade-id", "c-1", "--json", *data)
+    code, out, _ = run_in_process(
+        capsys,
+        "invalidate",
+        "--tenant",
+        "acme",
+        document_ids[1],
+        "--reason",
+        "outdated",
+        "--cascade-id",
+        "c-1",
+        "--json",
+        *data,
+    )
     outcome = json.loads(out)
-    assert code == 0 and outcome["invalidated"] == 1 and outcome["cascade_id"] == "c-1" and outcome["reason"] == "outdated"
+    assert (
+        code == 0 and outcome["invalidated"] == 1 and outcome["cascade_id"] == "c-1" and outcome["reason"] == "outdated"
+    )
 
     code, out, _ = run_in_process(capsys, "stats", "--json", *data)
     counted = json.loads(out)

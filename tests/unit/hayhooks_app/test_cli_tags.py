@@ -25,7 +25,10 @@ class TestTagsCommand:
         capsys.readouterr()
         assert main(["lookup", "--tenant", "acme", "hr", "--json", *data]) == 0
         assert json.loads(capsys.readouterr().out) == {
-            "tag": "hr", "owner_user_id": "u-maria", "owner_email": "maria@acme.example", "tenant_id": "acme",
+            "tag": "hr",
+            "owner_user_id": "u-maria",
+            "owner_email": "maria@acme.example",
+            "tenant_id": "acme",
         }
         assert main(["lookup", "--tenant", "globex", "hr", *data]) == 0
         assert capsys.readouterr().out.strip() == "globex/hr: u-marcus <marcus@globex.example>"
@@ -33,11 +36,13 @@ class TestTagsCommand:
         assert capsys.readouterr().out.strip() == "globex/it: not in the directory (routes to the admin)"
         assert main(["list", "--tenant", "acme", *data]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "acme/hr: u-maria <maria@acme.example>", "acme/it: no owner (routes to the admin)",
+            "acme/hr: u-maria <maria@acme.example>",
+            "acme/it: no owner (routes to the admin)",
         ]
         assert main(["list", *data]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "acme/hr: u-maria <maria@acme.example>", "acme/it: no owner (routes to the admin)",
+            "acme/hr: u-maria <maria@acme.example>",
+            "acme/it: no owner (routes to the admin)",
             "globex/hr: u-marcus <marcus@globex.example>",
         ]
         # What the router reads is what the CLI wrote.
@@ -82,8 +87,20 @@ class TestSourceboundCli:
     def test_tags_group_is_wired_into_sourcebound(self, tmp_path):
         pytest.importorskip("hayhooks_app.cli")
         result = subprocess.run(
-            [sys.executable, "-m", "hayhooks_app.cli", "tags", "add-user", "u1", "u1@x.example", "--data-dir", str(tmp_path)],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "hayhooks_app.cli",
+                "tags",
+                "add-user",
+                "u1",
+                "u1@x.example",
+                "--data-dir",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert result.returncode == 0, result.stderr
         assert TagDirectory(tmp_path / "tags.sqlite").list_users() == [("u1", "u1@x.example")]

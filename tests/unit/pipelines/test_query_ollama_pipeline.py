@@ -11,14 +11,13 @@ import asyncio
 import time
 
 import pytest
+from support.query_corpus import sample_corpus_chunks, write_store
 
 from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse
 from components.core.prompts import CONFIDENCE_PROMPT, QUERY_CLASSIFIER_PROMPT
-from components.services.query_service import QueryService
 from components.core.tag_directory import TagDirectory
-
-from support.query_corpus import sample_corpus_chunks, write_store
+from components.services.query_service import QueryService
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama]
 
@@ -29,7 +28,11 @@ LEAVE_QUESTION = "How many days of paid annual leave do full-time employees get?
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("ollama-pipeline")
-    chunks = [doc for doc in sample_corpus_chunks() if doc.meta["document_id"] in {"acme-hr-handbook", "globex-employee-handbook"}]
+    chunks = [
+        doc
+        for doc in sample_corpus_chunks()
+        if doc.meta["document_id"] in {"acme-hr-handbook", "globex-employee-handbook"}
+    ]
     write_store(data_dir / "qdrant", chunks)
     directory = TagDirectory(data_dir / "tags.sqlite")
     directory.add_user("u-acme-maria", "maria.lopez@acme.example")
@@ -40,7 +43,11 @@ def data_dir(tmp_path_factory):
 @pytest.fixture
 def make_service(data_dir, ollama_target):
     def make(**env) -> QueryService:
-        variables = {"SOURCEBOUND_DATA_DIR": str(data_dir), "OLLAMA_BASE_URL": ollama_target.url, "CHAT_MODEL": ollama_target.model}
+        variables = {
+            "SOURCEBOUND_DATA_DIR": str(data_dir),
+            "OLLAMA_BASE_URL": ollama_target.url,
+            "CHAT_MODEL": ollama_target.model,
+        }
         return QueryService.from_yaml(rag="query_ollama", search=None, env={**variables, **env})
 
     return make
@@ -61,13 +68,18 @@ class TestQueryOllamaPipeline:
         assert response["answer"].endswith("[SourceId: acme-hr-handbook:2]") and "27 days" in response["answer"]
         assert response["confidence"]["llm_score"] == 90
         # What Ollama was sent: the classifier prompt, the answer prompt with num_ctx, the rating prompt.
-        assert double.chat_requests("classify")[-1]["messages"][-1]["content"] == QUERY_CLASSIFIER_PROMPT.format(query=LEAVE_QUESTION)
+        assert double.chat_requests("classify")[-1]["messages"][-1]["content"] == QUERY_CLASSIFIER_PROMPT.format(
+            query=LEAVE_QUESTION
+        )
         answer_request = double.chat_requests("answer")[-1]
         assert answer_request["options"] == {"temperature": 0.1, "num_ctx": 8192, "num_predict": 1024}
         system = answer_request["messages"][0]["content"]
         assert "[SourceId: acme-hr-handbook:2]" in system and "based ONLY on the provided context" in system
         rating_prompt = double.chat_requests("rating")[-1]["messages"][-1]["content"]
-        assert rating_prompt.startswith(CONFIDENCE_PROMPT.split("{context_summary}")[0]) and response["answer"] in rating_prompt
+        assert (
+            rating_prompt.startswith(CONFIDENCE_PROMPT.split("{context_summary}")[0])
+            and response["answer"] in rating_prompt
+        )
 
     def test_model_override(self, make_service, ollama_target):
         double = ollama_target.require_double()
@@ -100,7 +112,10 @@ class TestQueryOllamaPipeline:
         response = make_service().rag({"query": LEAVE_QUESTION, **ACME_HR})
         assert response["confidence"]["overall"] < 60 and response["confidence"]["llm_score"] == 5
         assert response["action"] == "ROUTE" and response["grounded"] is False
-        assert response["route_to"]["owner_email"] == "maria.lopez@acme.example" and response["route_to"]["fallback"] is False
+        assert (
+            response["route_to"]["owner_email"] == "maria.lopez@acme.example"
+            and response["route_to"]["fallback"] is False
+        )
         assert response["route_to"]["reason"].startswith("Low confidence")
 
     def test_reply_without_citations_is_not_grounded_and_routes(self, make_service, ollama_target):
@@ -142,7 +157,10 @@ class TestQueryOllamaPipeline:
     def test_generate_token_budget(self, make_service, ollama_target):
         double = ollama_target.require_double()
         history = [
-            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "lorem ipsum dolor sit amet " * 40}
+            {
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": f"turn {i} " + "lorem ipsum dolor sit amet " * 40,
+            }
             for i in range(30)
         ]
         make_service().rag({"query": LEAVE_QUESTION, **ACME_HR, "chat_history": history})
@@ -169,7 +187,9 @@ class TestQueryOllamaPipeline:
         service = make_service()
         assert service.supports_streaming
         pieces = []
-        response = service.rag({"query": LEAVE_QUESTION, **ACME_HR}, streaming_callback=lambda chunk: pieces.append(chunk.content))
+        response = service.rag(
+            {"query": LEAVE_QUESTION, **ACME_HR}, streaming_callback=lambda chunk: pieces.append(chunk.content)
+        )
         assert "".join(pieces).strip() == response["answer"]
 
     def test_health_check(self, make_service, ollama_target):
@@ -183,7 +203,10 @@ class TestQueryOllamaPipeline:
         response = asyncio.run(service.rag_async({"query": LEAVE_QUESTION, **ACME_HR}))
         assert response["model_used"] == ollama_target.model
         if ollama_target.double:
-            assert response == {**service.rag({"query": LEAVE_QUESTION, **ACME_HR}), "generation_time_ms": response["generation_time_ms"]}
+            assert response == {
+                **service.rag({"query": LEAVE_QUESTION, **ACME_HR}),
+                "generation_time_ms": response["generation_time_ms"],
+            }
 
     def test_real_model_cites_the_sample_corpus(self, make_service, ollama_target):
         ollama_target.require_real()

@@ -19,13 +19,19 @@ from pydantic import ValidationError
 
 from components.core.errors import ModelNotAllowedError, TokenBudgetExceededError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse, SearchResponse
-from components.services.query_service import QueryService
 from components.core.tag_directory import TagDirectory
+from components.services.query_service import QueryService
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample_corpus"
-INDEXED = {"acme-hr-handbook", "acme-expense-policy", "acme-onboarding-priya", "acme-atlas-design", "globex-employee-handbook"}
+INDEXED = {
+    "acme-hr-handbook",
+    "acme-expense-policy",
+    "acme-onboarding-priya",
+    "acme-atlas-design",
+    "globex-employee-handbook",
+}
 ACME_HR = {"tenant_id": "acme", "user_tags": ["hr"]}
 LEAVE_QUESTION = "How many days of paid annual leave do full-time employees get?"
 
@@ -54,8 +60,13 @@ def data_dir(tmp_path_factory) -> Path:
         assert result["documents"][0]["status"] == "indexed", result
     indexing.index_texts(
         [
-            {"content": "The quarantine procedure for returned XR-9 grippers takes exactly 11 days in the clean room.",
-             "tenant_id": "acme", "tags": ["hr"], "document_id": "acme-tainted-note", "document_name": "Tainted note"},
+            {
+                "content": "The quarantine procedure for returned XR-9 grippers takes exactly 11 days in the clean room.",
+                "tenant_id": "acme",
+                "tags": ["hr"],
+                "document_id": "acme-tainted-note",
+                "document_name": "Tainted note",
+            },
         ]
     )
     indexing.document_store.update_by_filter(
@@ -94,8 +105,13 @@ class TestQueryPipeline:
             assert citation["document_id"] == "acme-hr-handbook" and citation["section"] == "Annual leave"
 
     def test_absent_topic_not_enough_information_and_route(self, service):
-        response = service.rag({"query": "What is the company policy on bringing dogs to work?", "tenant_id": "acme",
-                                "user_tags": ["hr", "all-staff", "finance"]})
+        response = service.rag(
+            {
+                "query": "What is the company policy on bringing dogs to work?",
+                "tenant_id": "acme",
+                "user_tags": ["hr", "all-staff", "finance"],
+            }
+        )
         assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER
         assert response["action"] == "ROUTE" and response["grounded"] is False and response["citations"] == []
         assert response["route_to"]["reason"]
@@ -105,21 +121,31 @@ class TestQueryPipeline:
         assert response["context_chunks_used"] == 0 and response["context_tokens_used"] == 0
         assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER and response["action"] == "ROUTE"
         assert response["route_to"] == {
-            "tag": "system", "owner_user_id": None, "owner_email": "admin@company.com",
-            "reason": "No relevant context found - routing to admin", "fallback": True,
+            "tag": "system",
+            "owner_user_id": None,
+            "owner_email": "admin@company.com",
+            "reason": "No relevant context found - routing to admin",
+            "fallback": True,
         }
         assert response["confidence"]["overall"] == 0
 
     def test_generate_low_confidence_routes_to_tag_owner(self, data_dir):
         strict = QueryService.from_yaml(
-            search=None, env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_CONFIDENCE_THRESHOLD": "99",
-                              "SOURCEBOUND_ADMIN_EMAIL": "ops@acme.example"}
+            search=None,
+            env={
+                "SOURCEBOUND_DATA_DIR": str(data_dir),
+                "RAG_CONFIDENCE_THRESHOLD": "99",
+                "SOURCEBOUND_ADMIN_EMAIL": "ops@acme.example",
+            },
         )
         response = strict.rag({"query": LEAVE_QUESTION, **ACME_HR})
         assert response["action"] == "ROUTE" and response["grounded"] is False
         assert response["route_to"] == {
-            "tag": "hr", "owner_user_id": "u-acme-maria", "owner_email": "maria.lopez@acme.example",
-            "reason": f"Low confidence: {response['confidence']['overall']}%, routing to hr owner", "fallback": False,
+            "tag": "hr",
+            "owner_user_id": "u-acme-maria",
+            "owner_email": "maria.lopez@acme.example",
+            "reason": f"Low confidence: {response['confidence']['overall']}%, routing to hr owner",
+            "fallback": False,
         }
         # A tag without an owner falls back to the configured admin.
         response = strict.rag({"query": LEAVE_QUESTION, "tenant_id": "acme", "user_tags": ["all-staff"]})
@@ -136,13 +162,15 @@ class TestQueryPipeline:
         result = service.rag_pipeline.run(data, include_outputs_from={"budgeter", "assembler"})
         budget = result["budgeter"]["budget"]
         kept = result["budgeter"]["chat_history"]
-        assert 0 < len(kept) < len(history) and kept[-1] == history[-1] and kept == history[-len(kept):]
+        assert 0 < len(kept) < len(history) and kept[-1] == history[-1] and kept == history[-len(kept) :]
         assert budget["history_tokens"] <= min(1000, budget["history_budget"])
         assert result["assembler"]["response"]["context_tokens_used"] <= 3000
         assert result["assembler"]["response"]["action"] == "CITE"
 
     def test_token_budget_exceeded_is_a_typed_error(self, data_dir):
-        cramped = QueryService.from_yaml(search=None, env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_SYSTEM_PROMPT_TOKENS": "7300"})
+        cramped = QueryService.from_yaml(
+            search=None, env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_SYSTEM_PROMPT_TOKENS": "7300"}
+        )
         with pytest.raises(TokenBudgetExceededError, match="window"):
             cramped.rag({"query": "leave " * 200, **ACME_HR})
 
@@ -157,7 +185,11 @@ class TestQueryPipeline:
         assert health["store"]["points"] > 20
 
     def test_determinism(self, service, data_dir):
-        request = {"query": "Who approves expenses above EUR 500?", "tenant_id": "acme", "user_tags": ["finance", "all-staff"]}
+        request = {
+            "query": "Who approves expenses above EUR 500?",
+            "tenant_id": "acme",
+            "user_tags": ["finance", "all-staff"],
+        }
         first = service.rag(request)
         again = QueryService.from_yaml(env={"SOURCEBOUND_DATA_DIR": str(data_dir)})
         for other in (service.rag(request), again.rag(request)):
@@ -172,14 +204,23 @@ class TestQueryPipeline:
     def test_cross_tenant_never_sees_other_tenant(self, service):
         stored = _store_ids(service)
         globex = {"tenant_id": "globex", "user_tags": ["people", "everyone", "hr", "all-staff", "finance"]}
-        for query in ["How many weeks of parental leave does Acme Robotics offer?", LEAVE_QUESTION, "Acme expense approval limits"]:
+        for query in [
+            "How many weeks of parental leave does Acme Robotics offer?",
+            LEAVE_QUESTION,
+            "Acme expense approval limits",
+        ]:
             response = service.rag({"query": query, **globex})
             assert "Acme" not in response["answer"] and "27 days" not in response["answer"]
             assert all(stored[c["source_id"]]["tenant_id"] == "globex" for c in response["citations"])
             results = service.search({"query": query, **globex, "k": 10})["results"]
             assert results and all(stored[r["source_id"]]["tenant_id"] == "globex" for r in results)
-        acme_answer = service.rag({"query": "How many weeks of paid parental leave do parents get?", "tenant_id": "acme",
-                                   "user_tags": ["hr", "people", "everyone"]})
+        acme_answer = service.rag(
+            {
+                "query": "How many weeks of paid parental leave do parents get?",
+                "tenant_id": "acme",
+                "user_tags": ["hr", "people", "everyone"],
+            }
+        )
         assert "20 weeks" in acme_answer["answer"] and "16 weeks" not in acme_answer["answer"]
 
     def test_scopes(self, service):
@@ -189,12 +230,18 @@ class TestQueryPipeline:
         def documents(response):
             return {stored[c["source_id"]]["document_id"] for c in response["citations"]}
 
-        as_other = service.rag({"query": priya, "tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-other"})
-        as_priya = service.rag({"query": priya, "tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-priya"})
+        as_other = service.rag(
+            {"query": priya, "tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-other"}
+        )
+        as_priya = service.rag(
+            {"query": priya, "tenant_id": "acme", "user_tags": ["all-staff"], "user_id": "u-acme-priya"}
+        )
         assert "acme-onboarding-priya" not in documents(as_other) and "acme-onboarding-priya" in documents(as_priya)
         atlas = "When is Project Atlas general availability planned?"
         without = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "k": 10})
-        within = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas", "k": 10})
+        within = service.search(
+            {"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas", "k": 10}
+        )
         assert not any(r["document_id"] == "acme-atlas-design" for r in without["results"])
         assert within["results"][0]["document_id"] == "acme-atlas-design"
 
@@ -206,15 +253,21 @@ class TestQueryPipeline:
         assert service.search({**request, "filters": {"verified_only": True}})["results"] == []
 
     def test_request_filters_cannot_widen_access(self, service):
-        for smuggled in ({"tenant_id": "globex"}, {"operator": "OR", "conditions": []}, {"field": "meta.tags", "value": "x"}):
+        for smuggled in (
+            {"tenant_id": "globex"},
+            {"operator": "OR", "conditions": []},
+            {"field": "meta.tags", "value": "x"},
+        ):
             with pytest.raises(ValidationError):
                 service.rag({"query": LEAVE_QUESTION, **ACME_HR, "filters": smuggled})
             with pytest.raises(ValidationError):
                 service.search({"query": LEAVE_QUESTION, **ACME_HR, "filters": smuggled})
 
     def test_clarification_folds_history_into_retrieval(self, service):
-        history = [{"role": "user", "content": "How much paid annual leave do full-time employees get?"},
-                   {"role": "assistant", "content": "27 days. [SourceId: acme-hr-handbook:2]"}]
+        history = [
+            {"role": "user", "content": "How much paid annual leave do full-time employees get?"},
+            {"role": "assistant", "content": "27 days. [SourceId: acme-hr-handbook:2]"},
+        ]
         response = service.rag({"query": "And what about part-time employees?", **ACME_HR, "chat_history": history})
         assert "Part-time employees receive leave in proportion" in response["answer"]
         assert response["action"] == "CITE"
@@ -224,7 +277,10 @@ class TestQueryPipeline:
         sync = service.rag(request)
         async_response = asyncio.run(service.rag_async(request))
         assert async_response["answer"] == sync["answer"] and async_response["citations"] == sync["citations"]
-        assert asyncio.run(service.search_async({**request, "k": 3}))["results"] == service.search({**request, "k": 3})["results"]
+        assert (
+            asyncio.run(service.search_async({**request, "k": 3}))["results"]
+            == service.search({**request, "k": 3})["results"]
+        )
 
 
 class TestSearchPipeline:
@@ -256,7 +312,9 @@ class TestSearchPipeline:
         request = {"query": "parental leave weeks", **ACME_HR, "k": 5}
         hybrid = service.search({**request, "search_mode": "hybrid"})
         vector = {hit["source_id"] for hit in service.search({**request, "search_mode": "vector", "k": 40})["results"]}
-        keyword = {hit["source_id"] for hit in service.search({**request, "search_mode": "keyword", "k": 40})["results"]}
+        keyword = {
+            hit["source_id"] for hit in service.search({**request, "search_mode": "keyword", "k": 40})["results"]
+        }
         # Each stage of the fusion takes the top max(4 * fetch_top_k, 40) = 40 of its ranking: the k=40 searches.
         in_vector = sum(1 for hit in hybrid["results"] if hit["source_id"] in vector)
         in_keyword = sum(1 for hit in hybrid["results"] if hit["source_id"] in keyword)
@@ -264,7 +322,9 @@ class TestSearchPipeline:
         assert hybrid["metadata"]["vector_results"] >= 1 and hybrid["metadata"]["keyword_results"] >= 1
 
     def test_search_context_within_max_tokens(self, service):
-        response = service.search({"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"], "k": 10, "max_tokens": 300})
+        response = service.search(
+            {"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"], "k": 10, "max_tokens": 300}
+        )
         assert 0 < response["tokens_used"] <= 300
         assert response["context"].startswith(f"[SourceId: {response['results'][0]['source_id']}]")
 

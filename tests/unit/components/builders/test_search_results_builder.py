@@ -3,17 +3,26 @@
 import pytest
 from haystack import Document
 
+from components.builders.search_results_builder import SearchResultsBuilder
 from components.core.models import SearchResponse
 from components.core.prompts import format_chunk
-from components.builders.search_results_builder import SearchResultsBuilder
 from components.core.text_analysis import count_tokens
 
 
 def _docs() -> list[Document]:
     return [
-        Document(id=f"doc-{i}:{i}", content=f"chunk {i} " + "words " * 60, score=0.9 - i / 10,
-                 meta={"document_id": f"doc-{i}", "chunk_index": i, "document_name": f"Doc {i}", "tags": ["hr"],
-                       "retrieved_by": sides})
+        Document(
+            id=f"doc-{i}:{i}",
+            content=f"chunk {i} " + "words " * 60,
+            score=0.9 - i / 10,
+            meta={
+                "document_id": f"doc-{i}",
+                "chunk_index": i,
+                "document_name": f"Doc {i}",
+                "tags": ["hr"],
+                "retrieved_by": sides,
+            },
+        )
         for i, sides in enumerate([["vector", "keyword"], ["vector"], ["keyword"]])
     ]
 
@@ -32,7 +41,9 @@ class TestSearchResultsBuilder:
         assert SearchResultsBuilder.from_dict(SearchResultsBuilder(snippet_chars=50).to_dict()).snippet_chars == 50
 
     def test_run(self):
-        response = SearchResultsBuilder().run(documents=_docs(), search_mode="hybrid", max_tokens=2000, latency_ms=1.23456)["response"]
+        response = SearchResultsBuilder().run(
+            documents=_docs(), search_mode="hybrid", max_tokens=2000, latency_ms=1.23456
+        )["response"]
         SearchResponse.model_validate(response)
         first = response["results"][0]
         assert first["source_id"] == "doc-0:0" and first["document_name"] == "Doc 0" and first["tags"] == ["hr"]
@@ -47,4 +58,7 @@ class TestSearchResultsBuilder:
         response = SearchResultsBuilder().run(documents=documents, search_mode="vector", max_tokens=one + 5)["response"]
         assert response["tokens_used"] == one and "doc-1:1" not in response["context"]
         assert len(response["results"]) == 3  # results are not cut, only the context
-        assert SearchResultsBuilder().run(documents=documents, search_mode="vector", max_tokens=5)["response"]["context"] == ""
+        assert (
+            SearchResultsBuilder().run(documents=documents, search_mode="vector", max_tokens=5)["response"]["context"]
+            == ""
+        )

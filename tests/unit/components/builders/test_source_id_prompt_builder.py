@@ -12,10 +12,19 @@ def _docs() -> list[Document]:
         Document(
             id="doc-abc123:2",
             content="Employees receive 27 days of leave.",
-            meta={"document_id": "doc-abc123", "chunk_index": 2, "document_name": "hr-handbook.pdf", "page_number": 4,
-                  "section": "Annual leave"},
+            meta={
+                "document_id": "doc-abc123",
+                "chunk_index": 2,
+                "document_name": "hr-handbook.pdf",
+                "page_number": 4,
+                "section": "Annual leave",
+            },
         ),
-        Document(id="faq:0", content="No page here.", meta={"document_id": "faq", "chunk_index": 0, "document_name": "faq.md"}),
+        Document(
+            id="faq:0",
+            content="No page here.",
+            meta={"document_id": "faq", "chunk_index": 0, "document_name": "faq.md"},
+        ),
     ]
 
 

@@ -2,10 +2,10 @@
 
 import pytest
 from haystack import Document
+from support.indexing_support import roundtrip, stored_chunk
 
 from components.caching.document_change_detector import DEFAULT_COMPARE_FIELDS, DocumentChangeDetector
 from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
-from support.indexing_support import roundtrip, stored_chunk
 
 
 def source(document_id: str, source_hash: str = "hash-1", tenant_id: str = "acme", **meta) -> Document:
@@ -30,7 +30,9 @@ class TestDocumentChangeDetector:
 
     def test_from_dict(self, store):
         restored = roundtrip(DocumentChangeDetector(document_store=store))  # from_dict, under the YAML allowlist
-        assert isinstance(restored.document_store, QdrantEdgeDocumentStore) and restored.document_store.path == store.path
+        assert (
+            isinstance(restored.document_store, QdrantEdgeDocumentStore) and restored.document_store.path == store.path
+        )
 
     def test_run_plans_new_unchanged_and_changed(self, store):
         store.write_documents([stored_chunk("same", 0), stored_chunk("same", 1), stored_chunk("edited", 0)])
@@ -53,7 +55,10 @@ class TestDocumentChangeDetector:
 
     def test_run_flags_do_not_count(self, store):
         store.write_documents([stored_chunk("doc", 0, tainted=True)])
-        assert DocumentChangeDetector(document_store=store).run(documents=[source("doc")])["plan"][0]["status"] == "unchanged"
+        assert (
+            DocumentChangeDetector(document_store=store).run(documents=[source("doc")])["plan"][0]["status"]
+            == "unchanged"
+        )
 
     def test_run_force_reindexes_unchanged(self, store):
         store.write_documents([stored_chunk("doc", 0)])

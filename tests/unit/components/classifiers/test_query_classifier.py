@@ -5,9 +5,8 @@ import logging
 
 import pytest
 
-from components.core.prompts import QUERY_CLASSIFIER_PROMPT
 from components.classifiers.query_classifier import QueryClassifier, classify_by_rules, parse_category
-
+from components.core.prompts import QUERY_CLASSIFIER_PROMPT
 
 HISTORY = [
     {"role": "user", "content": "How many vacation days do employees get?"},
@@ -55,7 +54,7 @@ class TestQueryClassifierRules:
         assert QueryClassifier().run(query="Hello!")["retrieval_query"] == "Hello!"
 
     def test_parse_category(self):
-        assert parse_category("PROCEDURAL") .value == "PROCEDURAL"
+        assert parse_category("PROCEDURAL").value == "PROCEDURAL"
         assert parse_category("Category: clarification.").value == "CLARIFICATION"
         assert parse_category("no idea") is None
 

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.core.document_identity import IndexingValidationError
 from components.converters.html_section_converter import HTMLSectionConverter
+from components.core.document_identity import IndexingValidationError
 
 PAGE = (
     b"<html lang='en'><head><title>Timesheets</title>"
@@ -23,7 +23,9 @@ class TestHTMLSectionConverter:
         }
 
     def test_from_dict(self):
-        assert HTMLSectionConverter.from_dict(HTMLSectionConverter(section_max_level=1).to_dict()).section_max_level == 1
+        assert (
+            HTMLSectionConverter.from_dict(HTMLSectionConverter(section_max_level=1).to_dict()).section_max_level == 1
+        )
 
     def test_run_sections_and_page_meta(self):
         documents = HTMLSectionConverter().run(sources=[ByteStream(PAGE, meta={"file_path": "t.html"})])["documents"]

@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.core.document_identity import IndexingValidationError
 from components.converters.markdown_section_converter import MarkdownSectionConverter
+from components.core.document_identity import IndexingValidationError
 
 
 @pytest.mark.unit

@@ -1,6 +1,7 @@
 """The readers every converter and the service's validation share."""
 
 import pytest
+from support.indexing_support import make_pdf
 
 from components.converters.source_readers import (
     SourceReadError,
@@ -11,7 +12,8 @@ from components.converters.source_readers import (
     read_source,
     split_markdown_sections,
 )
-from support.indexing_support import make_pdf
+
+
 @pytest.mark.unit
 class TestDecodeText:
     def test_utf8_and_boms(self):
@@ -31,7 +33,9 @@ class TestDecodeText:
 @pytest.mark.unit
 class TestMarkdownSections:
     def test_splits_at_level_one_and_two_only(self):
-        sections = split_markdown_sections("# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n### Details\n\nMore.\n\n## Use\n\nUse it.")
+        sections = split_markdown_sections(
+            "# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n### Details\n\nMore.\n\n## Use\n\nUse it."
+        )
         assert [section.heading for section in sections] == ["Guide", "Install", "Use"]
         assert sections[1].text.startswith("## Install") and "### Details" in sections[1].text
 

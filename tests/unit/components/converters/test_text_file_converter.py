@@ -1,8 +1,8 @@
 import pytest
 from haystack.dataclasses import ByteStream
 
-from components.core.document_identity import IndexingValidationError, content_hash
 from components.converters.text_file_converter import TextFileConverter
+from components.core.document_identity import IndexingValidationError, content_hash
 
 
 @pytest.mark.unit
@@ -11,14 +11,17 @@ class TestTextFileConverter:
         assert isinstance(TextFileConverter(), TextFileConverter)
 
     def test_to_dict(self):
-        assert TextFileConverter().to_dict() == {"type": "components.converters.text_file_converter.TextFileConverter", "init_parameters": {}}
+        assert TextFileConverter().to_dict() == {
+            "type": "components.converters.text_file_converter.TextFileConverter",
+            "init_parameters": {},
+        }
 
     def test_from_dict(self):
         assert isinstance(TextFileConverter.from_dict(TextFileConverter().to_dict()), TextFileConverter)
 
     def test_run_reads_files_with_source_meta(self, tmp_path):
         path = tmp_path / "notes.txt"
-        path.write_bytes("Vacation: 25 days.".encode())
+        path.write_bytes(b"Vacation: 25 days.")
         documents = TextFileConverter().run(sources=[path], meta={"tenant_id": "acme", "tags": ["hr"]})["documents"]
         assert len(documents) == 1
         meta = documents[0].meta
@@ -40,4 +43,6 @@ class TestTextFileConverter:
         with pytest.raises(IndexingValidationError) as raised:
             TextFileConverter().run(sources=streams)
         assert len(raised.value.problems) == 2
-        assert "bad.txt: undecodable bytes" in str(raised.value) and "empty.txt: the document is empty" in str(raised.value)
+        assert "bad.txt: undecodable bytes" in str(raised.value) and "empty.txt: the document is empty" in str(
+            raised.value
+        )

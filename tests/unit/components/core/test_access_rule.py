@@ -21,8 +21,15 @@ def _corpus() -> list[Document]:
         [False, True],
     )
     for number, (tenant, scope, user, project, tags, verified, tainted) in enumerate(combos):
-        meta = {"tenant_id": tenant, "scope": scope, "tags": tags, "verified": verified, "tainted": tainted,
-                "document_id": f"d{number}", "chunk_index": 0}
+        meta = {
+            "tenant_id": tenant,
+            "scope": scope,
+            "tags": tags,
+            "verified": verified,
+            "tainted": tainted,
+            "document_id": f"d{number}",
+            "chunk_index": 0,
+        }
         if user:
             meta["user_id"] = user
         if project:
@@ -77,7 +84,11 @@ class TestAccessRule:
                 and (
                     meta["scope"] == "tenant"
                     or (meta["scope"] == "user" and rule.user_id is not None and meta.get("user_id") == rule.user_id)
-                    or (meta["scope"] == "project" and rule.project_id is not None and meta.get("project_id") == rule.project_id)
+                    or (
+                        meta["scope"] == "project"
+                        and rule.project_id is not None
+                        and meta.get("project_id") == rule.project_id
+                    )
                 )
                 and (not rule.verified_only or meta["verified"])
                 and (not rule.exclude_tainted or not meta["tainted"])

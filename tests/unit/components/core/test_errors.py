@@ -32,14 +32,22 @@ class TestErrorHierarchy:
         from components.services.pipeline_loader import PipelineConfigError
         from hayhooks_app.config import ConfigError
 
-        for error_class in (errors.RAGServiceError, IndexingValidationError, LifecycleError, QdrantEdgeStoreError,
-                            PipelineConfigError, ConfigError):
+        for error_class in (
+            errors.RAGServiceError,
+            IndexingValidationError,
+            LifecycleError,
+            QdrantEdgeStoreError,
+            PipelineConfigError,
+            ConfigError,
+        ):
             assert issubclass(error_class, errors.SourceboundError), error_class
         # Callers that catch the builtin class keep working.
         assert issubclass(IndexingValidationError, ValueError) and issubclass(LifecycleError, ValueError)
 
     def test_errors_are_distinct(self):
-        classes = [getattr(errors, name) for name in errors.__all__ if name not in {"SourceboundError", "RAGServiceError"}]
+        classes = [
+            getattr(errors, name) for name in errors.__all__ if name not in {"SourceboundError", "RAGServiceError"}
+        ]
         for first in classes:
             for second in classes:
                 if first is not second:

@@ -16,7 +16,9 @@ class TestModelAllowlist:
             "deepseek-r1:32b": {"context_window": 65536, "max_response": 4096},
         }
 
-    @pytest.mark.parametrize("model,expected", [("llama3.2", "llama3.2"), ("llama3.2:latest", "llama3.2"), ("qwen3:8b", "qwen3:8b")])
+    @pytest.mark.parametrize(
+        "model,expected", [("llama3.2", "llama3.2"), ("llama3.2:latest", "llama3.2"), ("qwen3:8b", "qwen3:8b")]
+    )
     def test_validate_model_allowed(self, model, expected):
         name, limits = resolve_model(model, DEFAULT_MODEL_ALLOWLIST)
         assert name == expected and limits == DEFAULT_MODEL_ALLOWLIST[expected]
@@ -27,7 +29,9 @@ class TestModelAllowlist:
             resolve_model(model, DEFAULT_MODEL_ALLOWLIST)
 
     def test_extendable_and_checked(self):
-        extended = validate_allowlist({**DEFAULT_MODEL_ALLOWLIST, "mistral:7b": {"context_window": 32768, "max_response": 2048}})
+        extended = validate_allowlist(
+            {**DEFAULT_MODEL_ALLOWLIST, "mistral:7b": {"context_window": 32768, "max_response": 2048}}
+        )
         assert resolve_model("mistral:7b", extended)[0] == "mistral:7b"
         with pytest.raises(ValueError, match="max_response"):
             validate_allowlist({"m": {"context_window": 100, "max_response": 100}})

@@ -70,7 +70,9 @@ class TestSearchRequest:
         request = SearchRequest.model_validate(BASE)
         assert request.search_mode is SearchMode.HYBRID and request.k is None and request.max_tokens == 2000
 
-    @pytest.mark.parametrize("change", [{"k": 0}, {"k": -1}, {"k": 10**6}, {"search_mode": "fuzzy"}, {"max_tokens": 50}])
+    @pytest.mark.parametrize(
+        "change", [{"k": 0}, {"k": -1}, {"k": 10**6}, {"search_mode": "fuzzy"}, {"max_tokens": 50}]
+    )
     def test_invalid_search_requests(self, change):
         with pytest.raises(ValidationError):
             SearchRequest.model_validate({**BASE, **change})
@@ -90,7 +92,13 @@ class TestResponses:
             confidence={"overall": 0, "retrieval_score": 0.0, "coverage_score": 0.0, "llm_score": None},
             citations=[],
             action="ROUTE",
-            route_to={"tag": "system", "owner_user_id": None, "owner_email": "admin@x.example", "reason": "r", "fallback": True},
+            route_to={
+                "tag": "system",
+                "owner_user_id": None,
+                "owner_email": "admin@x.example",
+                "reason": "r",
+                "fallback": True,
+            },
             model_used="extractive",
             context_chunks_used=0,
             context_tokens_used=0,
@@ -99,14 +107,25 @@ class TestResponses:
         )
         dumped = response.model_dump(mode="json")
         assert set(dumped) == {
-            "answer", "confidence", "citations", "action", "route_to", "model_used",
-            "context_chunks_used", "context_tokens_used", "generation_time_ms", "grounded",
+            "answer",
+            "confidence",
+            "citations",
+            "action",
+            "route_to",
+            "model_used",
+            "context_chunks_used",
+            "context_tokens_used",
+            "generation_time_ms",
+            "grounded",
         }
         assert RAGResponse.model_validate(dumped) == response
 
     def test_search_response_shape(self):
         response = SearchResponse(
-            results=[], context="", tokens_used=0, search_mode="keyword",
+            results=[],
+            context="",
+            tokens_used=0,
+            search_mode="keyword",
             metadata={"vector_results": 0, "keyword_results": 0, "latency_ms": 0.2},
         )
         assert response.model_dump(mode="json")["search_mode"] == "keyword"

@@ -17,9 +17,13 @@ class TestTagDirectory:
         directory = TagDirectory(tmp_path / "sub" / "tags.sqlite")
         directory.list_tags()
         connection = sqlite3.connect(tmp_path / "sub" / "tags.sqlite")
-        columns = {table: [row[1] for row in connection.execute(f"PRAGMA table_info({table})")] for table in ("tags", "users")}
+        columns = {
+            table: [row[1] for row in connection.execute(f"PRAGMA table_info({table})")] for table in ("tags", "users")
+        }
         assert columns == {"tags": ["tenant_id", "name", "owner_user_id"], "users": ["id", "email"]}
-        primary_key = [row[1] for row in sorted(connection.execute("PRAGMA table_info(tags)"), key=lambda row: row[5]) if row[5]]
+        primary_key = [
+            row[1] for row in sorted(connection.execute("PRAGMA table_info(tags)"), key=lambda row: row[5]) if row[5]
+        ]
         assert primary_key == ["tenant_id", "name"]
 
     def test_add_user_set_owner_lookup(self, tmp_path):
@@ -68,18 +72,23 @@ class TestTagDirectory:
         globex = directory.list_tags("globex")
         assert globex and {owner.tenant_id for owner in globex} == {"globex"}
         assert all(owner.owner_email is None or owner.owner_email.endswith("@globex.example") for owner in globex)
-        assert all(owner.owner_email is None or owner.owner_email.endswith("@acme.example") for owner in directory.list_tags("acme"))
+        assert all(
+            owner.owner_email is None or owner.owner_email.endswith("@acme.example")
+            for owner in directory.list_tags("acme")
+        )
         assert len(directory.list_tags()) == counts["tags"]
 
     def test_same_tag_name_in_two_tenants(self, tmp_path):
         directory = TagDirectory(tmp_path / "tags.sqlite")
-        directory.load({
-            "users": [{"id": "u-a", "email": "a@acme.example"}, {"id": "u-g", "email": "g@globex.example"}],
-            "tags": [
-                {"tenant_id": "acme", "name": "hr", "owner_user_id": "u-a"},
-                {"tenant_id": "globex", "name": "hr", "owner_user_id": "u-g"},
-            ],
-        })
+        directory.load(
+            {
+                "users": [{"id": "u-a", "email": "a@acme.example"}, {"id": "u-g", "email": "g@globex.example"}],
+                "tags": [
+                    {"tenant_id": "acme", "name": "hr", "owner_user_id": "u-a"},
+                    {"tenant_id": "globex", "name": "hr", "owner_user_id": "u-g"},
+                ],
+            }
+        )
         assert directory.lookup("acme", "hr").owner_email == "a@acme.example"
         assert directory.lookup("globex", "hr").owner_email == "g@globex.example"
         assert [(o.tenant_id, o.tag) for o in directory.list_tags()] == [("acme", "hr"), ("globex", "hr")]
@@ -113,10 +122,15 @@ class TestTagDirectory:
     def test_load_is_atomic(self, tmp_path):
         directory = TagDirectory(tmp_path / "tags.sqlite")
         with pytest.raises(TagDirectoryError, match="unknown owner"):
-            directory.load({
-                "users": [{"id": "u1", "email": "a@b.example"}],
-                "tags": [{"tenant_id": "acme", "name": "hr", "owner_user_id": "u1"}, {"tenant_id": "acme", "name": "x", "owner_user_id": "ghost"}],
-            })
+            directory.load(
+                {
+                    "users": [{"id": "u1", "email": "a@b.example"}],
+                    "tags": [
+                        {"tenant_id": "acme", "name": "hr", "owner_user_id": "u1"},
+                        {"tenant_id": "acme", "name": "x", "owner_user_id": "ghost"},
+                    ],
+                }
+            )
         assert directory.list_users() == [] and directory.list_tags() == []
 
     def test_default_path(self, monkeypatch, tmp_path):

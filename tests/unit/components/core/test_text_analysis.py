@@ -40,7 +40,10 @@ class TestSourceIds:
 class TestKeyPhrases:
     def test_runs_give_bigrams_and_unigrams(self):
         assert key_phrases("Employees receive 25 vacation days.") == [
-            "employee receive", "receive 25", "25 vacation", "vacation day",
+            "employee receive",
+            "receive 25",
+            "25 vacation",
+            "vacation day",
         ]
         assert key_phrases("It is the budget.") == ["budget"]
 
@@ -53,7 +56,11 @@ class TestKeyPhrases:
 
     def test_normalisation(self):
         assert [normalize_word(w) for w in ["Policies", "days", "class", "status", "Employee's"]] == [
-            "policy", "day", "class", "status", "employee",
+            "policy",
+            "day",
+            "class",
+            "status",
+            "employee",
         ]
         assert content_words("What is the vacation policy?") == ["vacation", "policy"]
 
@@ -67,9 +74,15 @@ class TestShinglesAndSentences:
         assert jaccard(shingles("short"), shingles("short")) == 1.0
 
     def test_split_sentences_joins_wrapped_lines(self):
-        text = "## Leave\nFull-time staff get 27 days\nof leave. Part-timers get less!\n- First item here\n- Second item"
+        text = (
+            "## Leave\nFull-time staff get 27 days\nof leave. Part-timers get less!\n- First item here\n- Second item"
+        )
         assert split_sentences(text) == [
-            "Leave", "Full-time staff get 27 days of leave.", "Part-timers get less!", "First item here", "Second item",
+            "Leave",
+            "Full-time staff get 27 days of leave.",
+            "Part-timers get less!",
+            "First item here",
+            "Second item",
         ]
 
     def test_snippet(self):

@@ -55,13 +55,19 @@ class TestCanonicalizeUrl:
     @given(
         host=st.from_regex(r"[a-z]{1,10}\.(com|org)", fullmatch=True),
         path=st.lists(st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True), max_size=4),
-        query=st.dictionaries(st.from_regex(r"[a-z]{1,5}", fullmatch=True), st.from_regex(r"[a-z0-9]{0,5}", fullmatch=True), max_size=3),
+        query=st.dictionaries(
+            st.from_regex(r"[a-z]{1,5}", fullmatch=True), st.from_regex(r"[a-z0-9]{0,5}", fullmatch=True), max_size=3
+        ),
         fragment=st.from_regex(r"[a-z]{0,5}", fullmatch=True),
         trailing=st.booleans(),
     )
     def test_idempotent_and_variant_free(self, host, path, query, fragment, trailing):
         base = f"https://{host}/{'/'.join(path)}{'/' if trailing else ''}"
-        url = base + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "") + (f"#{fragment}" if fragment else "")
+        url = (
+            base
+            + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+            + (f"#{fragment}" if fragment else "")
+        )
         canonical = canonicalize_url(url)
         assert canonicalize_url(canonical) == canonical
         assert canonicalize_url(url.replace(host, host.upper(), 1)) == canonical
@@ -78,7 +84,11 @@ class TestDomains:
         assert not is_http_url(None)
 
     def test_tracking_parameters(self):
-        assert is_tracking_parameter("utm_source") and is_tracking_parameter("UTM_Medium") and is_tracking_parameter("gclid")
+        assert (
+            is_tracking_parameter("utm_source")
+            and is_tracking_parameter("UTM_Medium")
+            and is_tracking_parameter("gclid")
+        )
         assert not is_tracking_parameter("id")
 
     def test_host_and_list_parsing(self):

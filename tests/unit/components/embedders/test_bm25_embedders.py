@@ -6,12 +6,12 @@ from haystack.components.writers import DocumentWriter
 from haystack.dataclasses import SparseEmbedding
 from qdrant_edge import Bm25
 
-from components.embedders.bm25_embedders import Bm25DocumentEmbedder, Bm25TextEmbedder
 from components.document_stores.qdrant_edge import (
     MissingContentError,
     QdrantEdgeDocumentStore,
     StoreConfigError,
 )
+from components.embedders.bm25_embedders import Bm25DocumentEmbedder, Bm25TextEmbedder
 
 TEXTS = [
     "Reset your password from the account settings page",
@@ -140,4 +140,3 @@ def test_hybrid_search_on_qdrant_haystack(tmp_path, location):
         assert set(ranked[:2]) == {"doc-1:0", "doc-2:0"}
     finally:
         store.close()
-

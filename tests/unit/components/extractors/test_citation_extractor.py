@@ -11,11 +11,23 @@ from components.extractors.citation_extractor import CitationExtractor, answer_s
 def _docs() -> list[Document]:
     return [
         Document(
-            id="doc-abc123:2", content="A" * 250, score=0.81,
-            meta={"document_id": "doc-abc123", "chunk_index": 2, "document_name": "hr-handbook.pdf", "page_number": 4,
-                  "section": "Vacation"},
+            id="doc-abc123:2",
+            content="A" * 250,
+            score=0.81,
+            meta={
+                "document_id": "doc-abc123",
+                "chunk_index": 2,
+                "document_name": "hr-handbook.pdf",
+                "page_number": 4,
+                "section": "Vacation",
+            },
         ),
-        Document(id="faq:0", content="Short chunk.", score=0.45, meta={"document_id": "faq", "chunk_index": 0, "document_name": "faq.md"}),
+        Document(
+            id="faq:0",
+            content="Short chunk.",
+            score=0.45,
+            meta={"document_id": "faq", "chunk_index": 0, "document_name": "faq.md"},
+        ),
     ]
 
 
@@ -28,7 +40,8 @@ class TestCitationExtractor:
 
     def test_to_dict(self):
         assert CitationExtractor().to_dict() == {
-            "type": "components.extractors.citation_extractor.CitationExtractor", "init_parameters": {"snippet_chars": 200},
+            "type": "components.extractors.citation_extractor.CitationExtractor",
+            "init_parameters": {"snippet_chars": 200},
         }
 
     def test_from_dict(self):
@@ -53,7 +66,9 @@ class TestCitationExtractor:
         assert second["section"] is None and out["unknown_source_ids"] == []
 
     def test_extract_citations_invalid(self, caplog):
-        answer = "Made up [SourceId: doc-zzz:9]. Real [SourceId: faq:0]. Malformed [SourceId: not valid] [Source: faq:0]."
+        answer = (
+            "Made up [SourceId: doc-zzz:9]. Real [SourceId: faq:0]. Malformed [SourceId: not valid] [Source: faq:0]."
+        )
         with caplog.at_level(logging.WARNING, logger="components.extractors.citation_extractor"):
             out = CitationExtractor().run(answer=answer, documents=_docs())
         assert [c["source_id"] for c in out["citations"]] == ["faq:0"]
@@ -68,7 +83,9 @@ class TestCitationExtractor:
 
     def test_all_sentences_cited(self):
         run = CitationExtractor().run
-        assert run(answer="One. [SourceId: faq:0] Two fact. [SourceId: doc-abc123:2]", documents=_docs())["all_sentences_cited"]
+        assert run(answer="One. [SourceId: faq:0] Two fact. [SourceId: doc-abc123:2]", documents=_docs())[
+            "all_sentences_cited"
+        ]
         assert run(answer="One [SourceId: faq:0]. Two [SourceId: faq:0].", documents=_docs())["all_sentences_cited"]
         assert not run(answer="One [SourceId: faq:0]. Uncited claim.", documents=_docs())["all_sentences_cited"]
         assert not run(answer="No citations at all.", documents=_docs())["all_sentences_cited"]
@@ -76,5 +93,6 @@ class TestCitationExtractor:
 
     def test_answer_sentences_keep_trailing_markers(self):
         assert answer_sentences("A fact. [SourceId: a:1] [SourceId: b:2] Next one.") == [
-            "A fact [SourceId: a:1] [SourceId: b:2].", "Next one.",
+            "A fact [SourceId: a:1] [SourceId: b:2].",
+            "Next one.",
         ]

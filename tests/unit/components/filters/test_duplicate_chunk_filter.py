@@ -5,8 +5,8 @@ from haystack import Document
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.filters.duplicate_chunk_filter import DuplicateChunkFilter
 from components.core.text_analysis import jaccard, jaccard_bound
+from components.filters.duplicate_chunk_filter import DuplicateChunkFilter
 
 BASE = (
     "Full-time employees receive 27 days of paid annual leave per calendar year, plus the Dutch public holidays. "
@@ -30,9 +30,9 @@ class TestDuplicateChunkFilter:
     def test_deduplicate_chunks(self):
         documents = [
             Document(id="a:0", content=BASE),
-            Document(id="b:3", content=BASE.replace("  ", " ") + " "),            # identical words: similarity 1.0
+            Document(id="b:3", content=BASE.replace("  ", " ") + " "),  # identical words: similarity 1.0
             Document(id="c:1", content="Sick days never reduce your annual leave balance."),
-            Document(id="d:2", content=BASE.replace("Dutch", "German")),          # one word differs: below 0.9
+            Document(id="d:2", content=BASE.replace("Dutch", "German")),  # one word differs: below 0.9
         ]
         dedup = DuplicateChunkFilter(threshold=0.9)
         assert dedup.similarity(BASE, documents[3].content) < 0.9
@@ -41,7 +41,9 @@ class TestDuplicateChunkFilter:
         assert out["dropped"] == 1
 
     def test_lower_ranked_duplicate_is_the_one_dropped(self):
-        out = DuplicateChunkFilter().run(documents=[Document(id="first", content=BASE), Document(id="second", content=BASE)])
+        out = DuplicateChunkFilter().run(
+            documents=[Document(id="first", content=BASE), Document(id="second", content=BASE)]
+        )
         assert [doc.id for doc in out["documents"]] == ["first"]
 
 

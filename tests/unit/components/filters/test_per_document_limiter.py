@@ -13,7 +13,9 @@ def _chunks(spec: str) -> list[Document]:
     for name in spec:
         index = counters.get(name, 0)
         counters[name] = index + 1
-        documents.append(Document(id=f"{name}:{index}", content=f"{name} {index}", meta={"document_id": name, "chunk_index": index}))
+        documents.append(
+            Document(id=f"{name}:{index}", content=f"{name} {index}", meta={"document_id": name, "chunk_index": index})
+        )
     return documents
 
 
@@ -38,4 +40,7 @@ class TestPerDocumentLimiter:
     def test_top_k_from_run_overrides_init(self):
         documents = _chunks("abcdefg")
         assert len(PerDocumentLimiter(top_k=5).run(documents=documents)["documents"]) == 5
-        assert [d.id for d in PerDocumentLimiter(top_k=5).run(documents=documents, top_k=2)["documents"]] == ["a:0", "b:0"]
+        assert [d.id for d in PerDocumentLimiter(top_k=5).run(documents=documents, top_k=2)["documents"]] == [
+            "a:0",
+            "b:0",
+        ]

@@ -8,16 +8,23 @@ from components.core.prompts import render_context, render_history
 from components.core.text_analysis import count_tokens
 from components.filters.token_budgeter import TokenBudgeter
 
-TINY = {"tiny": {"context_window": 1200, "max_response": 200}, "llama3.2": {"context_window": 8192, "max_response": 1024}}
+TINY = {
+    "tiny": {"context_window": 1200, "max_response": 200},
+    "llama3.2": {"context_window": 8192, "max_response": 1024},
+}
 
 
 def _history(count: int) -> list[dict]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "word " * 40} for i in range(count)]
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "word " * 40} for i in range(count)
+    ]
 
 
 def _chunk(index: int, score: float, words: int = 60) -> Document:
     return Document(
-        id=f"doc-{index}:0", content=f"chunk {index} " + "text " * words, score=score,
+        id=f"doc-{index}:0",
+        content=f"chunk {index} " + "text " * words,
+        score=score,
         meta={"document_id": f"doc-{index}", "chunk_index": 0, "document_name": f"doc {index}"},
     )
 
@@ -38,7 +45,9 @@ class TestTokenBudgeter:
         assert data["init_parameters"]["models"] == TINY and data["init_parameters"]["max_history_tokens"] == 1000
 
     def test_from_dict(self):
-        budgeter = TokenBudgeter.from_dict(TokenBudgeter(default_model="tiny", models=TINY, max_context_tokens=77).to_dict())
+        budgeter = TokenBudgeter.from_dict(
+            TokenBudgeter(default_model="tiny", models=TINY, max_context_tokens=77).to_dict()
+        )
         assert budgeter.default_model == "tiny" and budgeter.max_context_tokens == 77
 
     def test_run_reports_window_and_response(self):
@@ -60,7 +69,7 @@ class TestTokenBudgeter:
         out = budgeter.run(query="q", documents=[], chat_history=history)
         kept = out["chat_history"]
         assert 0 < len(kept) < len(history)
-        assert kept == history[-len(kept):]  # only the oldest were dropped
+        assert kept == history[-len(kept) :]  # only the oldest were dropped
         assert out["budget"]["history_tokens"] == count_tokens(render_history(kept)) <= 150
         assert out["budget"]["history_messages_dropped"] == len(history) - len(kept)
 
@@ -87,9 +96,18 @@ class TestTokenBudgeter:
 
     def test_context_respects_what_history_leaves(self):
         budgeter = TokenBudgeter(default_model="tiny", models=TINY, system_prompt_tokens=0, max_context_tokens=3000)
-        out = budgeter.run(query="q", documents=[_chunk(i, 1 - i / 10, words=100) for i in range(8)], chat_history=_history(6))
+        out = budgeter.run(
+            query="q", documents=[_chunk(i, 1 - i / 10, words=100) for i in range(8)], chat_history=_history(6)
+        )
         budget = out["budget"]
-        assert budget["system_tokens"] + budget["query_tokens"] + 200 + budget["history_tokens"] + out["context_tokens_used"] <= 1200
+        assert (
+            budget["system_tokens"]
+            + budget["query_tokens"]
+            + 200
+            + budget["history_tokens"]
+            + out["context_tokens_used"]
+            <= 1200
+        )
         assert 0 < len(out["documents"]) < 8
 
     def test_token_budget_exceeded(self):

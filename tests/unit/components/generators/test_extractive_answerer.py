@@ -4,8 +4,8 @@ import pytest
 from haystack import Document
 
 from components.core.errors import ModelUnavailableError
-from components.generators.extractive_answerer import ExtractiveAnswerer
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.generators.extractive_answerer import ExtractiveAnswerer
 
 
 def _docs() -> list[Document]:
@@ -48,7 +48,9 @@ class TestExtractiveAnswerer:
         assert ExtractiveAnswerer.from_dict(ExtractiveAnswerer(max_answer_chars=300).to_dict()).max_answer_chars == 300
 
     def test_run_answers_with_cited_sentences(self):
-        out = ExtractiveAnswerer().run(query="How many days of annual leave do full-time employees get?", documents=_docs())
+        out = ExtractiveAnswerer().run(
+            query="How many days of annual leave do full-time employees get?", documents=_docs()
+        )
         assert out["answer"].startswith(
             "Full-time employees receive 27 days of paid annual leave per calendar year. [SourceId: hr:2]"
         )
@@ -57,7 +59,9 @@ class TestExtractiveAnswerer:
 
     def test_run_every_sentence_is_followed_by_its_source_id(self):
         answer = ExtractiveAnswerer().run(query="parental leave weeks new parent", documents=_docs())["answer"]
-        assert answer.startswith("Acme offers 20 weeks of fully paid parental leave to every new parent. [SourceId: hr:4]")
+        assert answer.startswith(
+            "Acme offers 20 weeks of fully paid parental leave to every new parent. [SourceId: hr:4]"
+        )
         assert answer.count("[SourceId:") == len([s for s in answer.split("] ") if s])
 
     def test_run_not_enough_information(self):
@@ -66,7 +70,9 @@ class TestExtractiveAnswerer:
         assert ExtractiveAnswerer().run(query="annual leave", documents=[])["answer"] == INSUFFICIENT_INFORMATION_ANSWER
 
     def test_run_length_budget(self):
-        answer = ExtractiveAnswerer(max_answer_chars=120).run(query="leave days employees parental", documents=_docs())["answer"]
+        answer = ExtractiveAnswerer(max_answer_chars=120).run(query="leave days employees parental", documents=_docs())[
+            "answer"
+        ]
         assert answer.count("[SourceId:") == 1
 
     def test_run_is_deterministic(self):
@@ -76,7 +82,9 @@ class TestExtractiveAnswerer:
         assert len(answers) == 1
 
     def test_run_refuses_llm_models(self):
-        assert ExtractiveAnswerer().run(query="leave", documents=_docs(), model="extractive")["model_used"] == "extractive"
+        assert (
+            ExtractiveAnswerer().run(query="leave", documents=_docs(), model="extractive")["model_used"] == "extractive"
+        )
         with pytest.raises(ModelUnavailableError, match="query_ollama.yml"):
             ExtractiveAnswerer().run(query="leave", documents=_docs(), model="llama3.2")
 

@@ -5,19 +5,29 @@ import time
 
 import pytest
 from haystack.dataclasses import ChatMessage
-
-from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
-from components.generators.ollama_answerer import OllamaAnswerer
-from components.builders.source_id_prompt_builder import SourceIdPromptBuilder
 from support.ollama_double import OllamaDouble
 from support.query_corpus import chunk
+
+from components.builders.source_id_prompt_builder import SourceIdPromptBuilder
+from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
+from components.generators.ollama_answerer import OllamaAnswerer
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama]
 
 
 def _messages() -> list[ChatMessage]:
-    documents = [chunk("acme-hr-handbook", 2, "Full-time employees receive 27 days of paid annual leave.", tenant_id="acme", tags=["hr"])]
-    return SourceIdPromptBuilder().run(query="How many days of annual leave do employees get?", documents=documents)["messages"]
+    documents = [
+        chunk(
+            "acme-hr-handbook",
+            2,
+            "Full-time employees receive 27 days of paid annual leave.",
+            tenant_id="acme",
+            tags=["hr"],
+        )
+    ]
+    return SourceIdPromptBuilder().run(query="How many days of annual leave do employees get?", documents=documents)[
+        "messages"
+    ]
 
 
 class TestOllamaAnswerer:
@@ -56,7 +66,9 @@ class TestOllamaAnswerer:
         assert len(pieces) > 1
 
     def test_run_async(self, ollama_target):
-        out = asyncio.run(OllamaAnswerer(model=ollama_target.model, url=ollama_target.url).run_async(messages=_messages()))
+        out = asyncio.run(
+            OllamaAnswerer(model=ollama_target.model, url=ollama_target.url).run_async(messages=_messages())
+        )
         assert out["answer"] and out["model_used"] == ollama_target.model
 
     def test_validate_model_not_allowed(self, ollama_target):
@@ -69,7 +81,10 @@ class TestOllamaAnswerer:
         out = OllamaAnswerer(url=ollama_target.url).run(messages=_messages(), model="llama3.2")
         assert out["model_used"] == "llama3.2"
         double.models = ["llama3.2"]
-        assert OllamaAnswerer(url=ollama_target.url).run(messages=_messages(), model="llama3.2:latest")["model_used"] == "llama3.2"
+        assert (
+            OllamaAnswerer(url=ollama_target.url).run(messages=_messages(), model="llama3.2:latest")["model_used"]
+            == "llama3.2"
+        )
 
     def test_model_not_pulled(self, ollama_target):
         double = ollama_target.require_double()

@@ -35,7 +35,8 @@ class TestSearchModeSelector:
 
     def test_to_dict(self):
         assert SearchModeSelector(top_k=3).to_dict() == {
-            "type": "components.joiners.search_mode_selector.SearchModeSelector", "init_parameters": {"top_k": 3},
+            "type": "components.joiners.search_mode_selector.SearchModeSelector",
+            "init_parameters": {"top_k": 3},
         }
 
     def test_from_dict(self):
@@ -68,14 +69,21 @@ class TestSearchModeSelector:
         lists["vector_documents"] = [Document(id="x", content="x", score=1.0)]
         with pytest.raises(ContextError, match="return_embedding"):
             SearchModeSelector().run(**lists, query_embedding=QUERY, search_mode="vector")
-        assert SearchModeSelector().run(**{**lists, "keyword_documents": []}, query_embedding=QUERY, search_mode="keyword")["documents"] == []
+        assert (
+            SearchModeSelector().run(
+                **{**lists, "keyword_documents": []}, query_embedding=QUERY, search_mode="keyword"
+            )["documents"]
+            == []
+        )
         for mode in ("vector", "keyword", "hybrid"):
             others = {key: value for key, value in _lists().items() if key != f"{mode}_documents"}
             with pytest.raises(ContextError, match=f"{mode} search got no results from its retriever"):
                 SearchModeSelector().run(**others, query_embedding=QUERY, search_mode=mode)
 
     def test_run_only_the_modes_list_is_needed(self):
-        out = SearchModeSelector().run(query_embedding=QUERY, search_mode="keyword", keyword_documents=_lists()["keyword_documents"])
+        out = SearchModeSelector().run(
+            query_embedding=QUERY, search_mode="keyword", keyword_documents=_lists()["keyword_documents"]
+        )
         assert [doc.id for doc in out["documents"]] == ["c", "a"]
 
     def test_run_hybrid_sources_come_from_the_retriever(self):

@@ -1,8 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.preprocessors.chunk_metadata_enricher import ChunkMetadataEnricher
 from components.core.document_identity import CHUNK_META_FIELDS, content_hash
+from components.preprocessors.chunk_metadata_enricher import ChunkMetadataEnricher
 from components.preprocessors.token_chunker import count_tokens
 
 
@@ -37,10 +37,20 @@ class TestChunkMetadataEnricher:
             assert doc.meta["tainted"] is False and doc.meta["verified"] is False
 
     def test_run_same_document_id_other_tenant_counts_separately(self):
-        chunks = [chunk("a", "x"), Document(content="y", meta={"tenant_id": "globex", "tags": ["t"], "document_id": "a"})]
+        chunks = [
+            chunk("a", "x"),
+            Document(content="y", meta={"tenant_id": "globex", "tags": ["t"], "document_id": "a"}),
+        ]
         assert [doc.meta["chunk_index"] for doc in ChunkMetadataEnricher().run(documents=chunks)["documents"]] == [0, 0]
 
-    @pytest.mark.parametrize("meta", [{"tags": ["hr"], "document_id": "a"}, {"tenant_id": "t", "document_id": "a"}, {"tenant_id": "t", "tags": ["x"], "document_id": "a b"}])
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            {"tags": ["hr"], "document_id": "a"},
+            {"tenant_id": "t", "document_id": "a"},
+            {"tenant_id": "t", "tags": ["x"], "document_id": "a b"},
+        ],
+    )
     def test_run_refuses_chunks_without_access_fields(self, meta):
         with pytest.raises(ValueError, match="DocumentIdentifier"):
             ChunkMetadataEnricher().run(documents=[Document(content="x", meta=meta)])

@@ -7,10 +7,11 @@ import pytest
 from haystack import Document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.indexing_support import sentences
 
 from components.core.runtime import embedding_model_path
 from components.preprocessors.token_chunker import TokenChunker, count_tokens
-from support.indexing_support import sentences
+
 TOLERANCE = 20
 
 
@@ -54,7 +55,14 @@ class TestTokenChunker:
 
     @pytest.mark.parametrize(
         "params",
-        [{"chunk_size": 4}, {"chunk_overlap": 90}, {"chunk_overlap": -1}, {"max_tokens": 100}, {"min_fill": 0}, {"encoding": "nope"}],
+        [
+            {"chunk_size": 4},
+            {"chunk_overlap": 90},
+            {"chunk_overlap": -1},
+            {"max_tokens": 100},
+            {"min_fill": 0},
+            {"encoding": "nope"},
+        ],
     )
     def test_init_rejects_inconsistent_sizes(self, params):
         with pytest.raises((ValueError, KeyError)):
@@ -149,7 +157,10 @@ class TestTokenChunker:
 
     def test_default_size_fits_the_embedder_on_prose(self):
         text = "\n\n".join(sentences("benefit", 10, start) for start in range(0, 100, 10))
-        chunks = [doc.content for doc in TokenChunker(embedder_tokenizer=None).run(documents=[Document(content=text)])["documents"]]
+        chunks = [
+            doc.content
+            for doc in TokenChunker(embedder_tokenizer=None).run(documents=[Document(content=text)])["documents"]
+        ]
         assert max(wordpieces(chunks)) <= 256
 
     def test_run_shortens_chunks_the_embedder_would_truncate(self, caplog):

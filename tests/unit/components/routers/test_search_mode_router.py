@@ -41,7 +41,10 @@ class TestSearchModeRouter:
         assert out == {**expected, "search_mode": name}
 
     def test_run_without_mode_uses_the_default(self):
-        assert SearchModeRouter(default_mode="keyword").run(query="q", query_embedding=EMBEDDING)["search_mode"] == "keyword"
+        assert (
+            SearchModeRouter(default_mode="keyword").run(query="q", query_embedding=EMBEDDING)["search_mode"]
+            == "keyword"
+        )
 
     def test_run_rejects_unknown_mode(self):
         with pytest.raises(ValueError, match="search_mode must be one of"):

@@ -11,7 +11,10 @@ class TestSourceRouter:
         assert isinstance(SourceRouter(), SourceRouter)
 
     def test_to_dict(self):
-        assert SourceRouter().to_dict() == {"type": "components.routers.source_router.SourceRouter", "init_parameters": {}}
+        assert SourceRouter().to_dict() == {
+            "type": "components.routers.source_router.SourceRouter",
+            "init_parameters": {},
+        }
 
     def test_from_dict(self):
         assert isinstance(SourceRouter.from_dict(SourceRouter().to_dict()), SourceRouter)

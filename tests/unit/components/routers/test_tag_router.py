@@ -30,8 +30,12 @@ def directory_path(tmp_path):
 
 def _run(router: TagRouter, overall: int, documents, user_tags, citations=CITATION, all_cited=True, tenant_id="acme"):
     return router.run(
-        confidence={"overall": overall}, documents=documents, tenant_id=tenant_id, user_tags=user_tags,
-        citations=citations, all_sentences_cited=all_cited,
+        confidence={"overall": overall},
+        documents=documents,
+        tenant_id=tenant_id,
+        user_tags=user_tags,
+        citations=citations,
+        all_sentences_cited=all_cited,
     )
 
 
@@ -46,7 +50,11 @@ class TestTagRouter:
     def test_to_dict(self, directory_path):
         assert TagRouter(directory_path=directory_path, admin_email="ops@x.example").to_dict() == {
             "type": "components.routers.tag_router.TagRouter",
-            "init_parameters": {"directory_path": directory_path, "admin_email": "ops@x.example", "confidence_threshold": 60},
+            "init_parameters": {
+                "directory_path": directory_path,
+                "admin_email": "ops@x.example",
+                "confidence_threshold": 60,
+            },
         }
 
     def test_from_dict(self, directory_path):
@@ -60,7 +68,12 @@ class TestTagRouter:
         assert out["action"] == "CITE" and out["grounded"] is False
 
     def test_get_route_target_with_owner(self, directory_path):
-        out = _run(TagRouter(directory_path=directory_path), 45, _docs(["hr", "all-staff"], ["hr"], ["it"]), ["hr", "it", "all-staff"])
+        out = _run(
+            TagRouter(directory_path=directory_path),
+            45,
+            _docs(["hr", "all-staff"], ["hr"], ["it"]),
+            ["hr", "it", "all-staff"],
+        )
         assert out["action"] == "ROUTE" and out["grounded"] is False
         assert out["route_to"] == {
             "tag": "hr",
@@ -74,11 +87,18 @@ class TestTagRouter:
         router = TagRouter(directory_path=directory_path, admin_email="admin@acme.example")
         no_owner = _run(router, 30, _docs(["it"]), ["it"])["route_to"]
         assert no_owner == {
-            "tag": "it", "owner_user_id": None, "owner_email": "admin@acme.example",
-            "reason": "Low confidence: 30%; no owner for tag 'it' - routing to admin", "fallback": True,
+            "tag": "it",
+            "owner_user_id": None,
+            "owner_email": "admin@acme.example",
+            "reason": "Low confidence: 30%; no owner for tag 'it' - routing to admin",
+            "fallback": True,
         }
         unknown_tag = _run(router, 30, _docs(["legal"]), ["legal"])["route_to"]
-        assert unknown_tag["fallback"] and unknown_tag["tag"] == "legal" and unknown_tag["owner_email"] == "admin@acme.example"
+        assert (
+            unknown_tag["fallback"]
+            and unknown_tag["tag"] == "legal"
+            and unknown_tag["owner_email"] == "admin@acme.example"
+        )
         no_context = _run(router, 0, [], ["hr"], citations=[], all_cited=False)
         assert no_context["action"] == "ROUTE"
         assert no_context["route_to"]["tag"] == "system" and no_context["route_to"]["fallback"] is True
@@ -97,14 +117,22 @@ class TestTagRouter:
     def test_run_async(self, directory_path):
         out = asyncio.run(
             TagRouter(directory_path=directory_path).run_async(
-                confidence={"overall": 10}, documents=_docs(["hr"]), tenant_id="acme", user_tags=["hr"], citations=[],
+                confidence={"overall": 10},
+                documents=_docs(["hr"]),
+                tenant_id="acme",
+                user_tags=["hr"],
+                citations=[],
                 all_sentences_cited=False,
             )
         )
         assert out["route_to"]["owner_user_id"] == "u-maria"
         out = asyncio.run(
             TagRouter(directory_path=directory_path).run_async(
-                confidence={"overall": 10}, documents=_docs(["hr"]), tenant_id="globex", user_tags=["hr"], citations=[],
+                confidence={"overall": 10},
+                documents=_docs(["hr"]),
+                tenant_id="globex",
+                user_tags=["hr"],
+                citations=[],
                 all_sentences_cited=False,
             )
         )
@@ -118,8 +146,16 @@ class TestTagRouter:
         router = TagRouter(directory_path=directory_path, admin_email="admin@x.example")
         acme = _run(router, 20, _docs(["hr"]), ["hr"], tenant_id="acme")["route_to"]
         globex = _run(router, 20, _docs(["hr"]), ["hr"], tenant_id="globex")["route_to"]
-        assert (acme["owner_user_id"], acme["owner_email"], acme["fallback"]) == ("u-maria", "maria@acme.example", False)
-        assert (globex["owner_user_id"], globex["owner_email"], globex["fallback"]) == ("u-marcus", "marcus@globex.example", False)
+        assert (acme["owner_user_id"], acme["owner_email"], acme["fallback"]) == (
+            "u-maria",
+            "maria@acme.example",
+            False,
+        )
+        assert (globex["owner_user_id"], globex["owner_email"], globex["fallback"]) == (
+            "u-marcus",
+            "marcus@globex.example",
+            False,
+        )
 
     def test_tag_owned_only_in_another_tenant_falls_back_to_admin(self, directory_path):
         router = TagRouter(directory_path=directory_path, admin_email="admin@x.example")
@@ -129,4 +165,7 @@ class TestTagRouter:
             assert route["owner_user_id"] is None and route["tag"] == "hr"
         # acme's "it" has no owner; globex has no "it" at all: both go to the admin, never across tenants.
         assert _run(router, 20, _docs(["it"]), ["it"], tenant_id="globex")["route_to"]["fallback"] is True
-        assert _run(router, 20, _docs(["finance"]), ["finance"], tenant_id="globex")["route_to"]["owner_email"] == "admin@x.example"
+        assert (
+            _run(router, 20, _docs(["finance"]), ["finance"], tenant_id="globex")["route_to"]["owner_email"]
+            == "admin@x.example"
+        )

@@ -5,12 +5,14 @@ import math
 import pytest
 from haystack import Document
 
-from components.scorers.dense_similarity_scorer import DenseSimilarityScorer
 from components.core.errors import ContextError
+from components.scorers.dense_similarity_scorer import DenseSimilarityScorer
 
 
 def _doc(name: str, embedding, score: float) -> Document:
-    return Document(id=name, content=name, embedding=embedding, score=score, meta={"document_id": name, "chunk_index": 0})
+    return Document(
+        id=name, content=name, embedding=embedding, score=score, meta={"document_id": name, "chunk_index": 0}
+    )
 
 
 @pytest.mark.unit
@@ -32,7 +34,7 @@ class TestDenseSimilarityScorer:
     def test_run_scores_by_cosine_keeps_order_and_drops_weak(self):
         query = [1.0, 0.0, 0.0]
         documents = [
-            _doc("bm25-only", [0.0, 1.0, 0.0], 0.033),   # fused first, but orthogonal to the query
+            _doc("bm25-only", [0.0, 1.0, 0.0], 0.033),  # fused first, but orthogonal to the query
             _doc("close", [2.0, 0.1, 0.0], 0.032),
             _doc("medium", [1.0, 1.0, 0.0], 0.031),
             _doc("opposite", [-1.0, 0.0, 0.0], 0.030),
@@ -68,4 +70,7 @@ class TestDeterministicOrder:
         expected = ["top", "c", "b", "a1", "a2"]
         for permutation in (documents, documents[::-1], documents[2:] + documents[:2]):
             assert [doc.id for doc in scorer.run(documents=permutation, query_embedding=query)["documents"]] == expected
-        assert [doc.id for doc in scorer.run(documents=documents, query_embedding=query, top_k=2)["documents"]] == ["top", "c"]
+        assert [doc.id for doc in scorer.run(documents=documents, query_embedding=query, top_k=2)["documents"]] == [
+            "top",
+            "c",
+        ]

@@ -3,8 +3,8 @@
 import pytest
 from haystack import Document
 
-from components.scorers.hybrid_confidence_scorer import HybridConfidenceScorer, coverage_score
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.scorers.hybrid_confidence_scorer import HybridConfidenceScorer, coverage_score
 
 CONTEXT = "[SourceId: hr:2]\n---\nFull-time employees receive 27 vacation days per year.\nCarry-over is capped at 5 days.\n---"
 
@@ -37,13 +37,18 @@ class TestHybridConfidenceScorer:
 
     def test_calculate_confidence_hybrid(self):
         out = HybridConfidenceScorer().run(
-            answer="Employees receive 27 vacation days. [SourceId: hr:2]", documents=_docs(0.9, 0.7), context=CONTEXT, llm_score=70
+            answer="Employees receive 27 vacation days. [SourceId: hr:2]",
+            documents=_docs(0.9, 0.7),
+            context=CONTEXT,
+            llm_score=70,
         )["confidence"]
         # 0.8*30 + 1.0*40 + 0.70*30 = 24 + 40 + 21 = 85
         assert out == {"overall": 85, "retrieval_score": 0.8, "coverage_score": 1.0, "llm_score": 70}
 
     def test_weights_renormalise_without_llm(self):
-        out = HybridConfidenceScorer().run(answer="Employees receive 27 vacation days.", documents=_docs(0.6), context=CONTEXT)
+        out = HybridConfidenceScorer().run(
+            answer="Employees receive 27 vacation days.", documents=_docs(0.6), context=CONTEXT
+        )
         # (0.6*30 + 1.0*40) / 70 * 100 = 82.86
         assert out["confidence"] == {"overall": 82, "retrieval_score": 0.6, "coverage_score": 1.0, "llm_score": None}
 
@@ -55,7 +60,9 @@ class TestHybridConfidenceScorer:
         assert scorer.combine(0.3333, 0.0, None) == 14  # 9.999/70 -> 14.28
 
     def test_refusal_and_no_context(self):
-        out = HybridConfidenceScorer().run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=[], context="")["confidence"]
+        out = HybridConfidenceScorer().run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=[], context="")[
+            "confidence"
+        ]
         assert out == {"overall": 0, "retrieval_score": 0.0, "coverage_score": 0.0, "llm_score": None}
 
     def test_rejects_bad_llm_score(self):

@@ -4,11 +4,11 @@ import asyncio
 import logging
 
 import pytest
+from support.ollama_double import OllamaDouble
 
 from components.core.errors import LLMConnectionError, ModelNotAllowedError
-from components.scorers.llm_support_rater import LLMSupportRater, parse_rating
 from components.core.prompts import CONFIDENCE_PROMPT
-from support.ollama_double import OllamaDouble
+from components.scorers.llm_support_rater import LLMSupportRater, parse_rating
 
 CONTEXT = "[SourceId: hr:2]\n---\nEmployees receive 27 days of paid annual leave.\n---"
 
@@ -17,8 +17,17 @@ CONTEXT = "[SourceId: hr:2]\n---\nEmployees receive 27 days of paid annual leave
 class TestParseRating:
     @pytest.mark.parametrize(
         "reply,expected",
-        [("85", 85), (" 90\n", 90), ("Rating: 72/100", 72), ("100", 100), ("0", 0), ("85%", 85), ("<think>hmm 12</think>64", 64),
-         ("I would rate this 77 out of 100.", 77), ("88.6", 89)],
+        [
+            ("85", 85),
+            (" 90\n", 90),
+            ("Rating: 72/100", 72),
+            ("100", 100),
+            ("0", 0),
+            ("85%", 85),
+            ("<think>hmm 12</think>64", 64),
+            ("I would rate this 77 out of 100.", 77),
+            ("88.6", 89),
+        ],
     )
     def test_parsable(self, reply, expected):
         assert parse_rating(reply) == expected
@@ -48,12 +57,16 @@ class TestLLMSupportRater:
 
     def test_run_rates_with_the_specification_prompt(self, ollama_target):
         rater = LLMSupportRater(model=ollama_target.model, url=ollama_target.url)
-        score = rater.run(query="How many days?", answer="27 days [SourceId: hr:2]", context=CONTEXT, num_ctx=8192)["llm_score"]
+        score = rater.run(query="How many days?", answer="27 days [SourceId: hr:2]", context=CONTEXT, num_ctx=8192)[
+            "llm_score"
+        ]
         assert score is None or 0 <= score <= 100
         double = ollama_target.require_double()
         assert score == 90
         prompt = double.chat_requests("rating")[-1]["messages"][-1]["content"]
-        assert prompt == CONFIDENCE_PROMPT.format(context_summary=CONTEXT, query="How many days?", answer="27 days [SourceId: hr:2]")
+        assert prompt == CONFIDENCE_PROMPT.format(
+            context_summary=CONTEXT, query="How many days?", answer="27 days [SourceId: hr:2]"
+        )
 
     def test_run_unparsable_rating_is_logged_and_none(self, ollama_target, caplog):
         double = ollama_target.require_double()

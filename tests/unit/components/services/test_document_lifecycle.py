@@ -1,11 +1,11 @@
 """Lifecycle functions on the real Qdrant Edge store: invalidate, set_flags, delete_tenant, stats."""
 
 import pytest
+from support.indexing_support import stored_chunk, unit_vector
 
 from components.core.document_identity import tenant_document_filter
-from components.services.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
 from components.retrievers.qdrant_edge import QdrantEdgeEmbeddingRetriever
-from support.indexing_support import stored_chunk, unit_vector
+from components.services.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
 
 
 @pytest.fixture
@@ -23,7 +23,9 @@ def store(module_store):
 def search_ids(store, tenant_id="acme"):
     retriever = QdrantEdgeEmbeddingRetriever(document_store=store, top_k=50)
     filters = {"field": "meta.tenant_id", "operator": "==", "value": tenant_id}
-    return {doc.meta["document_id"] for doc in retriever.run(query_embedding=unit_vector(1), filters=filters)["documents"]}
+    return {
+        doc.meta["document_id"] for doc in retriever.run(query_embedding=unit_vector(1), filters=filters)["documents"]
+    }
 
 
 @pytest.mark.integration
@@ -32,7 +34,10 @@ class TestDocumentLifecycle:
         result = invalidate(store, "acme", ["a", "c"], reason="upstream_taint", cascade_id="cascade-1")
         assert (result["invalidated"], result["chunks_removed"], result["cascade_id"]) == (1, 3, "cascade-1")
         assert result["reason"] == "upstream_taint" and result["not_found"] == ["c"]
-        assert result["documents"] == [{"document_id": "a", "chunks_removed": 3}, {"document_id": "c", "chunks_removed": 0}]
+        assert result["documents"] == [
+            {"document_id": "a", "chunks_removed": 3},
+            {"document_id": "c", "chunks_removed": 0},
+        ]
         assert search_ids(store) == {"b"}  # zero stale results
         assert store.count_documents_by_filter(tenant_document_filter("globex", "c")) == 2  # other tenant untouched
 
@@ -54,9 +59,19 @@ class TestDocumentLifecycle:
         assert {doc.id: doc.embedding for doc in after} == before
         assert set_flags(store, "acme", "b", verified=True, tainted=False) == 2
         excluded = {"field": "meta.tainted", "operator": "==", "value": False}
-        assert {doc.meta["document_id"] for doc in store.filter_documents({"operator": "AND", "conditions": [excluded, {"field": "meta.tenant_id", "operator": "==", "value": "acme"}]})} == {"b"}
+        assert {
+            doc.meta["document_id"]
+            for doc in store.filter_documents(
+                {
+                    "operator": "AND",
+                    "conditions": [excluded, {"field": "meta.tenant_id", "operator": "==", "value": "acme"}],
+                }
+            )
+        } == {"b"}
         assert set_flags(store, "acme", ["c"], tainted=True) == 0  # another tenant's document is out of reach
-        assert all(doc.meta["tainted"] is False for doc in store.filter_documents(tenant_document_filter("globex", "c")))
+        assert all(
+            doc.meta["tainted"] is False for doc in store.filter_documents(tenant_document_filter("globex", "c"))
+        )
 
     def test_set_flags_needs_a_flag(self, store):
         with pytest.raises(LifecycleError, match="tainted and/or verified"):

@@ -9,13 +9,14 @@ import threading
 
 import pytest
 from haystack import Document
+from support.indexing_support import index_checksum, sentences, write_mixed_folder
 
 from components.core.document_identity import CHUNK_META_FIELDS, tenant_document_filter, tenant_filter
+from components.retrievers.qdrant_edge import QdrantEdgeBM25Retriever, QdrantEdgeEmbeddingRetriever
 from components.services.document_lifecycle import delete_tenant, invalidate, set_flags, stats
 from components.services.indexing_service import IndexingService
 from components.services.pipeline_loader import load_pipeline
-from components.retrievers.qdrant_edge import QdrantEdgeBM25Retriever, QdrantEdgeEmbeddingRetriever
-from support.indexing_support import index_checksum, sentences, write_mixed_folder
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
@@ -26,7 +27,9 @@ def service(tmp_path_factory):
 
 
 def chunks_of(store, tenant_id, document_id):
-    return sorted(store.filter_documents(tenant_document_filter(tenant_id, document_id)), key=lambda d: d.meta["chunk_index"])
+    return sorted(
+        store.filter_documents(tenant_document_filter(tenant_id, document_id)), key=lambda d: d.meta["chunk_index"]
+    )
 
 
 def by_type(result, store, tenant_id):
@@ -46,7 +49,9 @@ def test_done_when_scenario(service, tmp_path):
     store = service.document_store
     folder = tmp_path / "corpus"
     files = write_mixed_folder(folder)
-    service.index_texts([{"content": sentences("globex", 5), "tenant_id": "globex", "tags": ["x"], "document_id": "globex-doc"}])
+    service.index_texts(
+        [{"content": sentences("globex", 5), "tenant_id": "globex", "tags": ["x"], "document_id": "globex-doc"}]
+    )
 
     # 1. Index the mixed folder.
     first = service.index_files([folder], tenant_id="acme", tags=["hr", "handbook"])
@@ -60,9 +65,15 @@ def test_done_when_scenario(service, tmp_path):
         for chunk in chunks:
             assert set(CHUNK_META_FIELDS) <= set(chunk.meta)
             assert chunk.meta["tenant_id"] == "acme" and chunk.meta["tags"] == ["hr", "handbook"]
-            assert chunk.meta["scope"] == "tenant" and chunk.meta["tainted"] is False and chunk.meta["verified"] is False
+            assert (
+                chunk.meta["scope"] == "tenant" and chunk.meta["tainted"] is False and chunk.meta["verified"] is False
+            )
             assert 0 < chunk.meta["token_count"] <= 200 and len(chunk.embedding) == 384
-    assert {chunk.meta["section"] for chunk in chunks_of(store, "acme", ids["md"])} == {"Employee handbook", "Onboarding", "Security"}
+    assert {chunk.meta["section"] for chunk in chunks_of(store, "acme", ids["md"])} == {
+        "Employee handbook",
+        "Onboarding",
+        "Security",
+    }
     assert "## not a heading" in chunks_of(store, "acme", ids["md"])[-1].content
     assert {chunk.meta["page_number"] for chunk in chunks_of(store, "acme", ids["pdf"])} == {1, 2}
     html = chunks_of(store, "acme", ids["html"])
@@ -87,7 +98,12 @@ def test_done_when_scenario(service, tmp_path):
 
     def watch() -> None:
         while not stop.is_set():
-            seen.append({(chunk.meta["source_hash"], len(chunk.content) > 0) for chunk in store.filter_documents(tenant_document_filter("acme", txt_id))})
+            seen.append(
+                {
+                    (chunk.meta["source_hash"], len(chunk.content) > 0)
+                    for chunk in store.filter_documents(tenant_document_filter("acme", txt_id))
+                }
+            )
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -115,19 +131,38 @@ def test_done_when_scenario(service, tmp_path):
     assert {chunk.id: chunk.embedding for chunk in chunks_of(store, "acme", ids["html"])} == before
     dense = QdrantEdgeEmbeddingRetriever(document_store=store, top_k=50)
     query = embed(service, "How are timesheets approved?")
-    exclude_tainted = {"operator": "AND", "conditions": [tenant_filter("acme"), {"field": "meta.tainted", "operator": "==", "value": False}]}
-    assert ids["html"] not in {doc.meta["document_id"] for doc in dense.run(query_embedding=query, filters=exclude_tainted)["documents"]}
-    verified_only = {"operator": "AND", "conditions": [tenant_filter("acme"), {"field": "meta.verified", "operator": "==", "value": True}]}
-    assert {doc.meta["document_id"] for doc in dense.run(query_embedding=query, filters=verified_only)["documents"]} == {ids["pdf"]}
+    exclude_tainted = {
+        "operator": "AND",
+        "conditions": [tenant_filter("acme"), {"field": "meta.tainted", "operator": "==", "value": False}],
+    }
+    assert ids["html"] not in {
+        doc.meta["document_id"] for doc in dense.run(query_embedding=query, filters=exclude_tainted)["documents"]
+    }
+    verified_only = {
+        "operator": "AND",
+        "conditions": [tenant_filter("acme"), {"field": "meta.verified", "operator": "==", "value": True}],
+    }
+    assert {
+        doc.meta["document_id"] for doc in dense.run(query_embedding=query, filters=verified_only)["documents"]
+    } == {ids["pdf"]}
     assert service.index_files([folder], tenant_id="acme", tags=["hr", "handbook"])["chunks_written"] == 0  # flags kept
 
     # 5. Invalidate another document: zero results from it, by dense and by keyword search.
     md_query = embed(service, "How does the onboarding policy work?")
-    assert ids["md"] in {doc.meta["document_id"] for doc in dense.run(query_embedding=md_query, filters=tenant_filter("acme"))["documents"]}
+    assert ids["md"] in {
+        doc.meta["document_id"]
+        for doc in dense.run(query_embedding=md_query, filters=tenant_filter("acme"))["documents"]
+    }
     outcome = invalidate(store, "acme", [ids["md"]], reason="outdated", cascade_id="cascade-7")
     assert outcome["invalidated"] == 1 and outcome["chunks_removed"] > 0 and outcome["cascade_id"] == "cascade-7"
-    assert ids["md"] not in {doc.meta["document_id"] for doc in dense.run(query_embedding=md_query, filters=tenant_filter("acme"))["documents"]}
-    assert ids["md"] not in {doc.meta["document_id"] for doc in bm25.run(query="onboarding policy", filters=tenant_filter("acme"))["documents"]}
+    assert ids["md"] not in {
+        doc.meta["document_id"]
+        for doc in dense.run(query_embedding=md_query, filters=tenant_filter("acme"))["documents"]
+    }
+    assert ids["md"] not in {
+        doc.meta["document_id"]
+        for doc in bm25.run(query="onboarding policy", filters=tenant_filter("acme"))["documents"]
+    }
     assert stats(store, "acme")["documents"] == 3
 
     # 6. Delete the tenant: nothing of it remains; the other tenant is untouched.
@@ -139,7 +174,12 @@ def test_done_when_scenario(service, tmp_path):
 
 def test_changing_the_chunk_size_is_a_yaml_edit(tmp_path):
     """The YAML's chunk size (here through its RAG_CHUNK_* variables) changes the chunks; --force re-chunks."""
-    env = {"SOURCEBOUND_DATA_DIR": str(tmp_path), "RAG_CHUNK_SIZE": "60", "RAG_CHUNK_OVERLAP": "10", "RAG_CHUNK_MAX_TOKENS": "66"}
+    env = {
+        "SOURCEBOUND_DATA_DIR": str(tmp_path),
+        "RAG_CHUNK_SIZE": "60",
+        "RAG_CHUNK_OVERLAP": "10",
+        "RAG_CHUNK_MAX_TOKENS": "66",
+    }
     small = IndexingService(load_pipeline("indexing", env=env))
     text = [{"content": sentences("yaml", 20), "tenant_id": "acme", "tags": ["x"], "document_id": "yaml-doc"}]
     result = small.index_texts(text)

@@ -7,10 +7,12 @@ index exactly as it was (count and a checksum of ids, contents and meta before a
 
 import pytest
 from haystack.dataclasses import ByteStream
+from support.indexing_support import index_checksum, make_pdf, sentences, stored_chunk
 
 from components.core.document_identity import IndexingValidationError, tenant_document_filter
 from components.services.indexing_service import IndexingService
-from support.indexing_support import index_checksum, make_pdf, sentences, stored_chunk
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("data")
@@ -56,13 +58,15 @@ class TestIndexingServiceValidation:
         folder, good = files
         (folder / "empty.md").write_bytes(content)
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good, folder / "empty.md"], tenant_id="acme", tags=["hr"]),
+            service,
+            lambda: service.index_files([good, folder / "empty.md"], tenant_id="acme", tags=["hr"]),
             "empty.md: the document is empty or contains only whitespace",
         )
 
     def test_empty_text(self, service):
         assert_rejected_and_unchanged(
-            service, lambda: service.index_texts([{"content": "  ", "tenant_id": "acme", "tags": ["hr"]}]),
+            service,
+            lambda: service.index_texts([{"content": "  ", "tenant_id": "acme", "tags": ["hr"]}]),
             "content is empty or contains only whitespace",
         )
 
@@ -70,14 +74,18 @@ class TestIndexingServiceValidation:
         folder, good = files
         (folder / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me".encode("latin-1"))
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good, folder / "latin1.txt"], tenant_id="acme", tags=["hr"]),
+            service,
+            lambda: service.index_files([good, folder / "latin1.txt"], tenant_id="acme", tags=["hr"]),
             "latin1.txt: undecodable bytes: not valid UTF-8 text (byte 0xe9 at offset 3)",
         )
 
     def test_missing_tenant_and_tags(self, service, files):
         _, good = files
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good], tenant_id="", tags=[]), "tenant_id is required", "tags are required"
+            service,
+            lambda: service.index_files([good], tenant_id="", tags=[]),
+            "tenant_id is required",
+            "tags are required",
         )
         assert_rejected_and_unchanged(
             service, lambda: service.index_texts([{"content": "x"}]), "tenant_id is required", "tags are required"
@@ -87,11 +95,15 @@ class TestIndexingServiceValidation:
         _, good = files
         assert_rejected_and_unchanged(
             service,
-            lambda: service.index_texts([{"content": "x", "tenant_id": "acme", "tags": ["hr"], "document_id": "no/slash"}]),
+            lambda: service.index_texts(
+                [{"content": "x", "tenant_id": "acme", "tags": ["hr"], "document_id": "no/slash"}]
+            ),
             "document_id 'no/slash' is invalid: use only letters, digits and '-'",
         )
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good], tenant_id="acme", tags=["hr"], document_id="a b"), "document_id 'a b'"
+            service,
+            lambda: service.index_files([good], tenant_id="acme", tags=["hr"], document_id="a b"),
+            "document_id 'a b'",
         )
 
     def test_file_over_the_size_limit(self, service, files):
@@ -100,7 +112,8 @@ class TestIndexingServiceValidation:
         big.write_text("word " * 100)
         small_limit = IndexingService(service.pipeline, max_file_bytes=200)
         assert_rejected_and_unchanged(
-            small_limit, lambda: small_limit.index_files([good, big], tenant_id="acme", tags=["hr"]),
+            small_limit,
+            lambda: small_limit.index_files([good, big], tenant_id="acme", tags=["hr"]),
             "big.txt: 500 bytes is over the size limit of 200 bytes",
         )
 
@@ -109,7 +122,9 @@ class TestIndexingServiceValidation:
         broken = folder / "broken.pdf"
         broken.write_bytes(make_pdf(folder / "ok.pdf", ["fine"]).read_bytes()[:200])
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good, broken], tenant_id="acme", tags=["hr"]), "broken.pdf: the PDF cannot be parsed"
+            service,
+            lambda: service.index_files([good, broken], tenant_id="acme", tags=["hr"]),
+            "broken.pdf: the PDF cannot be parsed",
         )
 
     def test_every_problem_is_named_at_once(self, service, files):
@@ -119,15 +134,24 @@ class TestIndexingServiceValidation:
         (folder / "c.md").write_text("  ")
         error = assert_rejected_and_unchanged(
             service,
-            lambda: service.index_files([good, folder / "a.docx", folder / "b.txt", folder / "c.md", folder / "nope.txt"], tenant_id="acme", tags=["hr"]),
-            "a.docx", "b.txt", "c.md", "nope.txt: no such file",
+            lambda: service.index_files(
+                [good, folder / "a.docx", folder / "b.txt", folder / "c.md", folder / "nope.txt"],
+                tenant_id="acme",
+                tags=["hr"],
+            ),
+            "a.docx",
+            "b.txt",
+            "c.md",
+            "nope.txt: no such file",
         )
         assert len(error.problems) == 4
 
     def test_domain_outside_the_allowlist(self, service):
         assert_rejected_and_unchanged(
             service,
-            lambda: service.index_texts([{"content": "x", "tenant_id": "acme", "tags": ["hr"], "source_uri": "https://evil.org/page"}]),
+            lambda: service.index_texts(
+                [{"content": "x", "tenant_id": "acme", "tags": ["hr"], "source_uri": "https://evil.org/page"}]
+            ),
             "https://evil.org/page is outside the allowed domains (example.com)",
         )
 
@@ -135,28 +159,45 @@ class TestIndexingServiceValidation:
         folder, _ = files
         page = folder / "page.html"
         page.write_text("<link rel='canonical' href='https://evil.org/p'><p>Hello</p>")
-        assert_rejected_and_unchanged(service, lambda: service.index_files([page], tenant_id="acme", tags=["hr"]), "https://evil.org/p")
+        assert_rejected_and_unchanged(
+            service, lambda: service.index_files([page], tenant_id="acme", tags=["hr"]), "https://evil.org/p"
+        )
 
     def test_meta_cannot_set_identity_or_computed_fields(self, service):
         assert_rejected_and_unchanged(
             service,
-            lambda: service.index_texts([{"content": "x", "tenant_id": "acme", "tags": ["hr"], "meta": {"tenant_id": "globex", "chunk_index": 3}}]),
+            lambda: service.index_texts(
+                [
+                    {
+                        "content": "x",
+                        "tenant_id": "acme",
+                        "tags": ["hr"],
+                        "meta": {"tenant_id": "globex", "chunk_index": 3},
+                    }
+                ]
+            ),
             "meta may not set chunk_index, tenant_id",
         )
 
     def test_unknown_fields_and_conflicting_ids(self, service):
         assert_rejected_and_unchanged(
-            service, lambda: service.index_texts([{"content": "x", "tenant_id": "acme", "tags": ["hr"], "tag": "typo"}]), "unknown fields tag"
+            service,
+            lambda: service.index_texts([{"content": "x", "tenant_id": "acme", "tags": ["hr"], "tag": "typo"}]),
+            "unknown fields tag",
         )
         texts = [{"content": c, "tenant_id": "acme", "tags": ["hr"], "document_id": "dup"} for c in ("one", "two")]
-        assert_rejected_and_unchanged(service, lambda: service.index_texts(texts), "one document_id is given to 2 different sources")
+        assert_rejected_and_unchanged(
+            service, lambda: service.index_texts(texts), "one document_id is given to 2 different sources"
+        )
 
     def test_document_id_needs_exactly_one_file(self, service, files):
         folder, good = files
         other = folder / "other.txt"
         other.write_text("other")
         assert_rejected_and_unchanged(
-            service, lambda: service.index_files([good, other], tenant_id="acme", tags=["hr"], document_id="one"), "exactly one file"
+            service,
+            lambda: service.index_files([good, other], tenant_id="acme", tags=["hr"], document_id="one"),
+            "exactly one file",
         )
 
     def test_upload_streams_are_validated_like_files(self, service):
@@ -186,7 +227,10 @@ class TestIndexingServiceIndexing:
         [entry] = result["documents"]
         assert entry["status"] == "indexed" and entry["chunks"] >= 2 and entry["tokens"] > 0
         assert result["chunks_written"] == entry["chunks"] and result["latency_ms"] > 0
-        chunks = sorted(service.document_store.filter_documents(tenant_document_filter("acme", "expenses")), key=lambda d: d.meta["chunk_index"])
+        chunks = sorted(
+            service.document_store.filter_documents(tenant_document_filter("acme", "expenses")),
+            key=lambda d: d.meta["chunk_index"],
+        )
         assert [chunk.id for chunk in chunks] == [f"expenses:{index}" for index in range(len(chunks))]
         meta = chunks[0].meta
         assert meta["source_uri"] == "https://help.example.com/expenses" and meta["scope"] == "project"
@@ -202,11 +246,17 @@ class TestIndexingServiceIndexing:
                                      document_name="Uploaded", batch_size=1, progress=lambda done, total: calls.append((done, total)))  # fmt: skip
         assert result["documents"][0]["document_id"] == "upload-1" and calls == [(1, 1)]
         chunk = service.document_store.filter_documents(tenant_document_filter("acme", "upload-1"))[0]
-        assert chunk.meta["document_name"] == "Uploaded" and chunk.meta["tags"] == ["hr", "eng"] and chunk.meta["section"] == "Upload"
+        assert (
+            chunk.meta["document_name"] == "Uploaded"
+            and chunk.meta["tags"] == ["hr", "eng"]
+            and chunk.meta["section"] == "Upload"
+        )
 
     def test_document_id_of_another_tenant_is_reported_not_written(self, service):
         before = index_checksum(service.document_store)
-        result = service.index_texts([{"content": "mine now", "tenant_id": "globex", "tags": ["x"], "document_id": "seeded"}])
+        result = service.index_texts(
+            [{"content": "mine now", "tenant_id": "globex", "tags": ["x"], "document_id": "seeded"}]
+        )
         assert result["documents"][0]["status"] == "error" and "another tenant" in result["documents"][0]["error"]
         assert result["chunks_written"] == 0 and index_checksum(service.document_store) == before
 
@@ -231,7 +281,9 @@ class TestIndexingPipelineYaml:
             IndexingService(Pipeline())
 
     def test_empty_folder_is_an_error(self, service, tmp_path):
-        assert_rejected_and_unchanged(service, lambda: service.index_files([tmp_path], tenant_id="acme", tags=["hr"]), "no files to index")
+        assert_rejected_and_unchanged(
+            service, lambda: service.index_files([tmp_path], tenant_id="acme", tags=["hr"]), "no files to index"
+        )
 
 
 @pytest.mark.integration
@@ -255,4 +307,6 @@ class TestExtractedTextLimit:
         from components.services.pipeline_loader import load_pipeline
 
         with pytest.raises(ValueError, match="max_document_chars"):
-            IndexingService(load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=0)
+            IndexingService(
+                load_pipeline("indexing", env={"SOURCEBOUND_DATA_DIR": str(tmp_path)}), max_document_chars=0
+            )

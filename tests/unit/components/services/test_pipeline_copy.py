@@ -1,14 +1,18 @@
 """Tests for components.services.pipeline_copy: the fast path copies exactly like Haystack's deep copy, and pipelines still isolate inputs."""
 
 from copy import deepcopy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from haystack import Document, Pipeline, component
 from haystack.core.pipeline import base, pipeline, utils
 from haystack.dataclasses import ByteStream, SparseEmbedding
 
-from components.services.pipeline_copy import fast_deepcopy_with_exceptions, install_fast_input_copy, uninstall_fast_input_copy
+from components.services.pipeline_copy import (
+    fast_deepcopy_with_exceptions,
+    install_fast_input_copy,
+    uninstall_fast_input_copy,
+)
 
 
 @pytest.fixture
@@ -57,7 +61,10 @@ class TestFastInputCopy:
         assert copied == embedding and copied is not embedding
         for value in (1, 0.5, "text", True, None, b"raw"):
             assert fast_deepcopy_with_exceptions(value) is value
-        nested = {"filters": {"operator": "AND", "conditions": [{"field": "meta.tags", "value": ["a", "b"]}]}, "k": [1, 2]}
+        nested = {
+            "filters": {"operator": "AND", "conditions": [{"field": "meta.tags", "value": ["a", "b"]}]},
+            "k": [1, 2],
+        }
         copied = fast_deepcopy_with_exceptions(nested)
         assert copied == nested
         assert copied["filters"]["conditions"][0]["value"] is not nested["filters"]["conditions"][0]["value"]
@@ -88,8 +95,15 @@ class TestFastInputCopy:
         cyclic["self"] = cyclic
         tags = ["hr", "it"]
         metas = [
-            {"tags": tags, "also_tags": tags, "page": 3, "ratio": 0.5, "flags": [True, None], "nested": [{"a": [1, {"b": "c"}]}]},
-            {"when": datetime(2026, 1, 2, tzinfo=timezone.utc), "pair": ("a", "b"), "tags": ["x"]},
+            {
+                "tags": tags,
+                "also_tags": tags,
+                "page": 3,
+                "ratio": 0.5,
+                "flags": [True, None],
+                "nested": [{"a": [1, {"b": "c"}]}],
+            },
+            {"when": datetime(2026, 1, 2, tzinfo=UTC), "pair": ("a", "b"), "tags": ["x"]},
             {"deep": deep},
         ]
         for meta in metas:
@@ -111,6 +125,11 @@ class TestFastInputCopy:
         pipe.add_component("appender", _Appender())
         pipe.add_component("reader", _Reader())
         values, documents = [1.0, 2.0], [Document(content="x", embedding=[0.5, 0.5])]
-        result = pipe.run({"appender": {"values": values, "documents": documents}, "reader": {"values": values, "documents": documents}})
+        result = pipe.run(
+            {
+                "appender": {"values": values, "documents": documents},
+                "reader": {"values": values, "documents": documents},
+            }
+        )
         assert result["reader"] == {"length": 2, "touched": False, "embedding_size": 2}
         assert values == [1.0, 2.0] and documents[0].meta == {} and documents[0].embedding == [0.5, 0.5]

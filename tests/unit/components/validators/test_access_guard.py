@@ -19,7 +19,10 @@ class TestAccessGuard:
         assert AccessGuard().default_exclude_tainted is True
 
     def test_to_dict(self):
-        assert AccessGuard().to_dict()["init_parameters"] == {"default_verified_only": False, "default_exclude_tainted": True}
+        assert AccessGuard().to_dict()["init_parameters"] == {
+            "default_verified_only": False,
+            "default_exclude_tainted": True,
+        }
 
     def test_from_dict(self):
         assert AccessGuard.from_dict(AccessGuard(default_verified_only=True).to_dict()).default_verified_only is True
@@ -45,6 +48,9 @@ class TestAccessGuard:
     def test_run_respects_options(self):
         documents = [_doc(1, verified=True), _doc(2, verified=False), _doc(3, tainted=True, verified=True)]
         out = AccessGuard().run(
-            documents=documents, tenant_id="acme", user_tags=["hr"], filters={"verified_only": True, "exclude_tainted": False}
+            documents=documents,
+            tenant_id="acme",
+            user_tags=["hr"],
+            filters={"verified_only": True, "exclude_tainted": False},
         )
         assert [doc.id for doc in out["documents"]] == ["d1:0", "d3:0"]

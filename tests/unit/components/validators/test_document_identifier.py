@@ -3,8 +3,13 @@ import re
 import pytest
 from haystack import Document
 
+from components.core.document_identity import (
+    CHUNK_META_FIELDS,
+    DOCUMENT_ID_PATTERN,
+    IndexingValidationError,
+    content_hash,
+)
 from components.validators.document_identifier import DocumentIdentifier
-from components.core.document_identity import CHUNK_META_FIELDS, DOCUMENT_ID_PATTERN, IndexingValidationError, content_hash
 
 ACME = {"tenant_id": "acme", "tags": ["hr"]}
 
@@ -25,11 +30,16 @@ class TestDocumentIdentifier:
     def test_to_dict(self):
         assert DocumentIdentifier(allowed_domains=["example.com"]).to_dict() == {
             "type": "components.validators.document_identifier.DocumentIdentifier",
-            "init_parameters": {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2", "allowed_domains": ["example.com"]},
+            "init_parameters": {
+                "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+                "allowed_domains": ["example.com"],
+            },
         }
 
     def test_from_dict(self):
-        restored = DocumentIdentifier.from_dict(DocumentIdentifier(embedding_model="m", allowed_domains="a.com").to_dict())
+        restored = DocumentIdentifier.from_dict(
+            DocumentIdentifier(embedding_model="m", allowed_domains="a.com").to_dict()
+        )
         assert (restored.embedding_model, restored.allowed_domains) == ("m", "a.com")
 
     def test_run_completes_source_meta(self):
@@ -68,7 +78,10 @@ class TestDocumentIdentifier:
         assert "chunk_index" not in document.meta and document.meta["embedding_model"] != "fake"
 
     def test_run_sections_of_one_source_share_identity(self):
-        parts = [Document(content=f"part {n}", meta={**ACME, "file_path": "/x/g.md", "source_hash": "h", "section": f"S{n}"}) for n in range(3)]
+        parts = [
+            Document(content=f"part {n}", meta={**ACME, "file_path": "/x/g.md", "source_hash": "h", "section": f"S{n}"})
+            for n in range(3)
+        ]
         documents = identify(*parts)
         assert len(documents) == 3 and len({doc.meta["document_id"] for doc in documents}) == 1
 
@@ -77,7 +90,9 @@ class TestDocumentIdentifier:
             Document(content="x", meta={**ACME, "source_uri": "https://evil.org/a"}),
             Document(content="y", meta={**ACME, "source_uri": "https://docs.example.com/b"}),
         ]
-        with pytest.raises(IndexingValidationError, match=r"https://evil.org/a is outside the allowed domains \(example.com\)"):
+        with pytest.raises(
+            IndexingValidationError, match=r"https://evil.org/a is outside the allowed domains \(example.com\)"
+        ):
             identify(*documents, allowed_domains=["example.com"])
 
     def test_run_collects_every_problem(self):

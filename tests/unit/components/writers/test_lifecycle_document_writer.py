@@ -5,12 +5,12 @@ from dataclasses import replace
 
 import pytest
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from support.indexing_support import roundtrip, stored_chunk
 
 from components.caching.document_change_detector import plan_entry
 from components.core.document_identity import tenant_document_filter
-from components.writers.lifecycle_document_writer import LifecycleDocumentWriter
 from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
-from support.indexing_support import roundtrip, stored_chunk
+from components.writers.lifecycle_document_writer import LifecycleDocumentWriter
 
 
 def ids(store, document_id, tenant_id="acme"):
@@ -61,7 +61,9 @@ class TestLifecycleDocumentWriter:
         assert statuses["good"]["status"] == "indexed" and result["chunks_written"] == 1
         # The failed document is still fully its old version.
         assert ids(store, "bad") == ["bad:0", "bad:1", "bad:2"]
-        assert {doc.meta["source_hash"] for doc in store.filter_documents(tenant_document_filter("acme", "bad"))} == {"hash-1"}
+        assert {doc.meta["source_hash"] for doc in store.filter_documents(tenant_document_filter("acme", "bad"))} == {
+            "hash-1"
+        }
 
     def test_run_merges_the_plan_in_order(self, store):
         chunk = stored_chunk("new", 0)

@@ -190,7 +190,12 @@ class TestQdrantEdgeDocumentStore:
         path = tmp_path / "qdrant"
         store = QdrantEdgeDocumentStore(path=str(path))
         try:
-            assert (store.path, store.embedding_dim, store.similarity, store.on_disk) == (str(path), 384, "cosine", False)
+            assert (store.path, store.embedding_dim, store.similarity, store.on_disk) == (
+                str(path),
+                384,
+                "cosine",
+                False,
+            )
             assert store.bm25_config is None and store.max_search_threads is None
             assert (path / "edge_config.json").exists()
             info = store.info()
@@ -295,7 +300,9 @@ class TestQdrantEdgeDocumentStore:
         assert store.count_documents() == 2
 
         assert store.write_documents([first, second], policy=DuplicatePolicy.OVERWRITE) == 1
-        assert store.filter_documents({"field": "id", "operator": "==", "value": "doc-1:0"})[0].content == "second version"
+        assert (
+            store.filter_documents({"field": "id", "operator": "==", "value": "doc-1:0"})[0].content == "second version"
+        )
         assert store.write_documents([]) == 0
 
     def test_embedding_round_trips_with_its_length(self, store):
@@ -365,7 +372,9 @@ class TestQdrantEdgeDocumentStore:
 
     def test_overwrite_never_crosses_tenants(self, store):
         store.write_documents([chunk("handbook:0", "acme's handbook", unit(1, 0, 0, 0), tenant_id="acme")])
-        intruder = chunk("handbook:0", "globex's handbook", unit(0, 1, 0, 0), tenant_id="globex", document_id="handbook")
+        intruder = chunk(
+            "handbook:0", "globex's handbook", unit(0, 1, 0, 0), tenant_id="globex", document_id="handbook"
+        )
         with pytest.raises(TenantConflictError, match="'handbook:0' \\(stored for 'acme', written for 'globex'\\)"):
             store.write_documents([intruder], policy=DuplicatePolicy.OVERWRITE)
         with pytest.raises(TenantConflictError):
@@ -420,7 +429,11 @@ class TestBadInput:
         [
             (Document(id="doc-9:0", content=None, meta={"tenant_id": "acme"}), MissingContentError, "doc-9:0.*no text"),
             (Document(id="doc-9:0", content="   "), MissingContentError, "doc-9:0"),
-            (Document(id="doc-9:0", content="x", embedding=[1.0, 2.0]), EmbeddingDimensionError, "doc-9:0.*dimension 2.*4"),
+            (
+                Document(id="doc-9:0", content="x", embedding=[1.0, 2.0]),
+                EmbeddingDimensionError,
+                "doc-9:0.*dimension 2.*4",
+            ),
             (Document(id="doc-9:0", content="x", embedding=[1.0, float("nan"), 0, 0]), DocumentValidationError, "NaN"),
             (Document(id="doc-9:0", content="x", embedding=[0.0, 0.0, 0.0, 0.0]), DocumentValidationError, "all-zero"),
             (Document(id="doc-9:0", content="x", meta={"when": time}), DocumentValidationError, "doc-9:0.*meta"),
@@ -452,7 +465,10 @@ class TestBadInput:
             ({"operator": "AND"}, "'AND'.*conditions"),
             ({"conditions": []}, "no 'operator'"),
             ({"field": "meta.tenant_id", "operator": "=="}, "no 'value'"),
-            ({"field": "tenant_id", "operator": "==", "value": "acme"}, "Unknown filter field 'tenant_id'.*meta.tenant_id"),
+            (
+                {"field": "tenant_id", "operator": "==", "value": "acme"},
+                "Unknown filter field 'tenant_id'.*meta.tenant_id",
+            ),
             ({"field": "meta.n", "operator": ">", "value": "soon"}, "ISO 8601"),
             ({"field": "meta.tags", "operator": "in", "value": "public"}, "needs a list"),
         ],
@@ -528,7 +544,9 @@ class TestSharingAndPersistence:
                                    for i in range(10)])
             os._exit(0)  # no flush, no close: only the write-ahead log has the data
         """
-        result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, result.stderr
         store = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
         try:
@@ -546,10 +564,14 @@ class TestSharingAndPersistence:
                 print("LOCKED:", error)
         """
         store.write_documents([chunk("doc-1:0", "held by the test process", unit(1, 0, 0, 0))])
-        result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, result.stderr
         path = resolve_path(store.path)
-        assert f"LOCKED: The Qdrant Edge shard at {path} is held by another process (pid {os.getpid()})" in result.stdout
+        assert (
+            f"LOCKED: The Qdrant Edge shard at {path} is held by another process (pid {os.getpid()})" in result.stdout
+        )
         assert "Stop the other process" in result.stdout and "Qdrant server profile" in result.stdout
         # The failed attempt touched nothing: the holder still writes, flushes and reads.
         store.write_documents([chunk("doc-2:0", "written after the attempt", unit(0, 1, 0, 0))])
@@ -574,8 +596,10 @@ class TestConcurrency:
             try:
                 for batch in range(20):
                     store.write_documents(
-                        [chunk(f"doc-{batch}:{index}", f"batch {batch} chunk {index} text", unit(1, batch, index, 1))
-                         for index in range(25)]
+                        [
+                            chunk(f"doc-{batch}:{index}", f"batch {batch} chunk {index} text", unit(1, batch, index, 1))
+                            for index in range(25)
+                        ]
                     )
             except BaseException as error:  # noqa: BLE001 - reported by the test
                 errors.append(error)
@@ -602,8 +626,10 @@ class TestConcurrency:
         document_filter = {"field": "meta.document_id", "operator": "==", "value": "doc-1"}
 
         def version(name: str, chunks: int) -> list[Document]:
-            return [chunk(f"doc-1:{index}", f"{name} {index}", unit(1, index, 0, 1), document_id="doc-1")
-                    for index in range(chunks)]
+            return [
+                chunk(f"doc-1:{index}", f"{name} {index}", unit(1, index, 0, 1), document_id="doc-1")
+                for index in range(chunks)
+            ]
 
         store.write_documents(version("v0", 4))
         seen: set[tuple[int, frozenset]] = set()
@@ -664,7 +690,9 @@ class TestDeterministicOrder:
         assert [d.id for d in results] == sorted(["rrf-a:0", "rrf-b:0"], key=lambda doc_id: str(point_id(doc_id)))
 
     def test_replace_deletes_the_old_version_before_writing_the_new(self, store):
-        store.write_documents([chunk(f"doc-a:{index}", f"old text {index}", unit(1, 0, 0, 0), document_id="doc-a") for index in range(4)])
+        store.write_documents(
+            [chunk(f"doc-a:{index}", f"old text {index}", unit(1, 0, 0, 0), document_id="doc-a") for index in range(4)]
+        )
         deleted, written = store.replace_documents(
             {"field": "meta.document_id", "operator": "==", "value": "doc-a"},
             [chunk("doc-a:0", "new text", unit(0, 1, 0, 0), document_id="doc-a")],

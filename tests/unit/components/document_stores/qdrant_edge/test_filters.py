@@ -85,7 +85,16 @@ def filled_store(tmp_path_factory):
     store.write_documents(
         [
             doc("a", tenant_id="acme", tags=["hr", "public"], scope="tenant", n=2, flag=True, day="2024-01-15"),
-            doc("b", tenant_id="acme", tags=["it"], scope="user", user_id="u1", n=2.0, flag=False, day="2024-03-01T12:00:00"),
+            doc(
+                "b",
+                tenant_id="acme",
+                tags=["it"],
+                scope="user",
+                user_id="u1",
+                n=2.0,
+                flag=False,
+                day="2024-03-01T12:00:00",
+            ),
             doc("c", tenant_id="acme", tags=["it", "hr"], scope="project", project_id="p1", n=2.5, day="2023-12-31"),
             doc("d", tenant_id="globex", tags=["hr"], scope="tenant", n=-1),
             doc("e", tenant_id="acme", tags=[], scope="user", user_id="u2"),
@@ -218,7 +227,8 @@ def access_rule(tenant, tags, branches, extra=(), order=None) -> dict:
 
 def uses_access_keys(converted) -> bool:
     return any(
-        isinstance(condition, FieldCondition) and condition.key == ACCESS_KEYS_PATH for condition in converted.must or []
+        isinstance(condition, FieldCondition) and condition.key == ACCESS_KEYS_PATH
+        for condition in converted.must or []
     )
 
 
@@ -247,9 +257,14 @@ class TestAccessRuleRewrite:
         "rule",
         [
             access_rule("acme", [], [("tenant",)]),  # no tags: matches nothing, left to the plain filter
-            {"operator": "AND", "conditions": [{"field": "meta.tenant_id", "operator": "==", "value": "acme"},
-                                               {"field": "meta.tags", "operator": "in", "value": ["hr"]},
-                                               {"field": "meta.scope", "operator": "==", "value": "user"}]},
+            {
+                "operator": "AND",
+                "conditions": [
+                    {"field": "meta.tenant_id", "operator": "==", "value": "acme"},
+                    {"field": "meta.tags", "operator": "in", "value": ["hr"]},
+                    {"field": "meta.scope", "operator": "==", "value": "user"},
+                ],
+            },
             {"operator": "OR", "conditions": access_rule("acme", ["hr"], [("tenant",)])["conditions"]},
             access_rule(3, ["hr"], [("tenant",)]),
         ],

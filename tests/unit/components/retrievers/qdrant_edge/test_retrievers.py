@@ -28,24 +28,46 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 CHUNKS = [
-    Document(id="acme-pw:0", content="How to reset your password in the portal", embedding=[1.0, 0.1, 0.0, 0.0],
-             meta={"tenant_id": "acme", "tags": ["it"]}),
-    Document(id="acme-vac:0", content="Vacation policy and holiday calendar", embedding=[0.0, 1.0, 0.1, 0.0],
-             meta={"tenant_id": "acme", "tags": ["hr"]}),
-    Document(id="acme-exp:0", content="Expense report deadlines and receipts", embedding=[0.0, 0.1, 1.0, 0.0],
-             meta={"tenant_id": "acme", "tags": ["finance"]}),
-    Document(id="acme-kw:0", content="Password rules: rotate the password yearly", embedding=[0.3, 0.0, 0.2, 1.0],
-             meta={"tenant_id": "acme", "tags": ["it"]}),
+    Document(
+        id="acme-pw:0",
+        content="How to reset your password in the portal",
+        embedding=[1.0, 0.1, 0.0, 0.0],
+        meta={"tenant_id": "acme", "tags": ["it"]},
+    ),
+    Document(
+        id="acme-vac:0",
+        content="Vacation policy and holiday calendar",
+        embedding=[0.0, 1.0, 0.1, 0.0],
+        meta={"tenant_id": "acme", "tags": ["hr"]},
+    ),
+    Document(
+        id="acme-exp:0",
+        content="Expense report deadlines and receipts",
+        embedding=[0.0, 0.1, 1.0, 0.0],
+        meta={"tenant_id": "acme", "tags": ["finance"]},
+    ),
+    Document(
+        id="acme-kw:0",
+        content="Password rules: rotate the password yearly",
+        embedding=[0.3, 0.0, 0.2, 1.0],
+        meta={"tenant_id": "acme", "tags": ["it"]},
+    ),
     # Another tenant's chunk that matches every query perfectly: it must never leak into acme's results.
-    Document(id="globex-pw:0", content="Reset password: password reset password", embedding=[1.0, 0.0, 0.0, 0.0],
-             meta={"tenant_id": "globex", "tags": ["it"]}),
+    Document(
+        id="globex-pw:0",
+        content="Reset password: password reset password",
+        embedding=[1.0, 0.0, 0.0, 0.0],
+        meta={"tenant_id": "globex", "tags": ["it"]},
+    ),
 ]
 QUERY_VECTOR = [1.0, 0.0, 0.0, 0.0]
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    document_store = QdrantEdgeDocumentStore(path=str(tmp_path_factory.mktemp("retrievers") / "qdrant"), embedding_dim=4)
+    document_store = QdrantEdgeDocumentStore(
+        path=str(tmp_path_factory.mktemp("retrievers") / "qdrant"), embedding_dim=4
+    )
     document_store.write_documents(CHUNKS)
     yield document_store
     document_store.close()
@@ -101,7 +123,9 @@ class TestQdrantEdgeEmbeddingRetriever:
         assert round_trip_in_yaml(retriever).to_dict() == retriever.to_dict()
 
     def test_run_ranks_by_cosine_similarity(self, store):
-        documents = QdrantEdgeEmbeddingRetriever(document_store=store, top_k=2).run(QUERY_VECTOR, filters=ACME)["documents"]
+        documents = QdrantEdgeEmbeddingRetriever(document_store=store, top_k=2).run(QUERY_VECTOR, filters=ACME)[
+            "documents"
+        ]
         assert [doc.id for doc in documents] == ["acme-pw:0", "acme-kw:0"]
         expected = {doc.id: cosine(QUERY_VECTOR, doc.embedding) for doc in CHUNKS}
         for document in documents:
@@ -192,7 +216,11 @@ class TestQdrantEdgeBM25Retriever:
 class TestQdrantEdgeHybridRetriever:
     def test_init(self, store):
         retriever = QdrantEdgeHybridRetriever(document_store=store)
-        assert (retriever.top_k, retriever.filter_policy, retriever.return_embedding) == (10, FilterPolicy.REPLACE, False)
+        assert (retriever.top_k, retriever.filter_policy, retriever.return_embedding) == (
+            10,
+            FilterPolicy.REPLACE,
+            False,
+        )
         assert (retriever.prefetch_limit, retriever.rrf_k, retriever.report_sources) == (None, 60, False)
         with pytest.raises(ValueError, match="report_sources"):
             QdrantEdgeHybridRetriever(document_store=store, report_sources="yes")
@@ -256,8 +284,13 @@ class TestQdrantEdgeHybridRetriever:
 
     def test_run_report_sources_marks_the_stages_that_found_each_document(self, store):
         retriever = QdrantEdgeHybridRetriever(document_store=store, prefetch_limit=1, report_sources=True)
-        documents = retriever.run(query="expense receipts", query_embedding=[0.0, 1.0, 0.0, 0.0], filters=ACME)["documents"]
-        assert {doc.id: doc.meta["retrieved_by"] for doc in documents} == {"acme-vac:0": ["vector"], "acme-exp:0": ["keyword"]}
+        documents = retriever.run(query="expense receipts", query_embedding=[0.0, 1.0, 0.0, 0.0], filters=ACME)[
+            "documents"
+        ]
+        assert {doc.id: doc.meta["retrieved_by"] for doc in documents} == {
+            "acme-vac:0": ["vector"],
+            "acme-exp:0": ["keyword"],
+        }
         both = QdrantEdgeHybridRetriever(document_store=store, report_sources=True).run(
             query="reset password", query_embedding=QUERY_VECTOR, filters=ACME
         )["documents"]
@@ -298,9 +331,13 @@ class TestQdrantEdgeHybridRetriever:
 
     def test_run_return_embedding_per_run(self, store):
         retriever = QdrantEdgeHybridRetriever(document_store=store, top_k=2)
-        with_vectors = retriever.run(query="password", query_embedding=QUERY_VECTOR, filters=ACME, return_embedding=True)
+        with_vectors = retriever.run(
+            query="password", query_embedding=QUERY_VECTOR, filters=ACME, return_embedding=True
+        )
         assert all(doc.embedding is not None for doc in with_vectors["documents"])
-        assert all(doc.embedding is None for doc in retriever.run(query="password", query_embedding=QUERY_VECTOR)["documents"])
+        assert all(
+            doc.embedding is None for doc in retriever.run(query="password", query_embedding=QUERY_VECTOR)["documents"]
+        )
 
     def test_run_stop_words_only_falls_back_to_dense(self, store):
         documents = QdrantEdgeHybridRetriever(document_store=store, top_k=1).run(
