@@ -50,7 +50,8 @@ class RequestGuard:
             return
         path = scope["path"]
         limit = self.limits.max_upload_bytes if path == UPLOAD_PATH else self.limits.max_request_bytes
-        too_large = f"The request body exceeds {limit} bytes (SOURCEBOUND_MAX_{'UPLOAD' if path == UPLOAD_PATH else 'REQUEST'}_BYTES)."
+        setting = f"SOURCEBOUND_MAX_{'UPLOAD' if path == UPLOAD_PATH else 'REQUEST'}_BYTES"
+        too_large = f"The request body exceeds {limit} bytes ({setting})."
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await _send_error(scope, receive, send, 413, "payload_too_large", too_large)

@@ -13,7 +13,8 @@ of every pipeline in step, the server files are generated from the embedded ones
   ``QdrantSparseEmbeddingRetriever``, each fed by a new ``Bm25TextEmbedder`` (``<name>_bm25``)
   that takes over the retriever's ``query`` text input; ``QdrantEdgeEmbeddingRetriever`` ->
   ``QdrantEmbeddingRetriever``;
-* a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store gets a ``Bm25DocumentEmbedder`` (``<name>_bm25``) in front,
+* a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store gets a ``Bm25DocumentEmbedder``
+  (``<name>_bm25``) in front,
   so documents carry the same BM25 sparse vectors the Edge store computes itself;
 * any other component holding the Edge store gets the server store.
 

@@ -180,7 +180,8 @@ class RecordStore:
         """Record one change to the index."""
         with self._lock:
             self._connection.execute(
-                "INSERT INTO index_events (created_at, event, tenant_id, key_id, document_ids, reason, cascade_id, chunks, details)"
+                "INSERT INTO index_events "
+                "(created_at, event, tenant_id, key_id, document_ids, reason, cascade_id, chunks, details)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     time.time(),

@@ -140,7 +140,9 @@ class IndexDocumentIn(StrictModel):
     meta: Annotated[dict[Annotated[str, StringConstraints(max_length=64)], MetaValue], Field(max_length=64)] | None = (
         Field(
             None,
-            description="Extra metadata (e.g. verified, artifact_id, provenance_id, language); access fields are reserved.",
+            description=(
+                "Extra metadata (e.g. verified, artifact_id, provenance_id, language); access fields are reserved."
+            ),
         )
     )
 

@@ -98,7 +98,8 @@ class QueryClassifier:
     Usage:
     ```python
     classifier = QueryClassifier()  # rules
-    out = classifier.run(query="what about part-timers?", chat_history=[{"role": "user", "content": "How many vacation days?"}])
+    history = [{"role": "user", "content": "How many vacation days?"}]
+    out = classifier.run(query="what about part-timers?", chat_history=history)
     out["query_type"]       # "CLARIFICATION"
     out["retrieval_query"]  # "How many vacation days? what about part-timers?"
     ```

@@ -12,7 +12,8 @@ Usage:
 ```python
 from components.converters.markdown_section_converter import MarkdownSectionConverter
 
-documents = MarkdownSectionConverter().run(sources=["guide.md"], meta={"tenant_id": "acme", "tags": ["eng"]})["documents"]
+meta = {"tenant_id": "acme", "tags": ["eng"]}
+documents = MarkdownSectionConverter().run(sources=["guide.md"], meta=meta)["documents"]
 documents[0].meta["section"]  # 'Installation'
 ```
 """

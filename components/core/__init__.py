@@ -1,1 +1,4 @@
-"""Rules shared by components, services and the HTTP layer: access rule, document identity, models, errors, text analysis, prompts. No import side effects."""
+"""
+Rules shared by components, services and the HTTP layer: access rule, document identity, models,
+errors, text analysis, prompts. No import side effects.
+"""

@@ -65,7 +65,8 @@ class AccessRule:
         tags = tuple(self.user_tags) if not isinstance(self.user_tags, str) else (self.user_tags,)
         if not tags or any(not isinstance(tag, str) or not tag for tag in tags):
             raise ValueError(
-                "user_tags must name at least one non-empty tag; a request without tags sees nothing (reject it at the API)."
+                "user_tags must name at least one non-empty tag; a request without tags sees nothing "
+                "(reject it at the API)."
             )
         # Sorted and de-duplicated so the filter (and anything cached on it) is deterministic.
         object.__setattr__(self, "user_tags", tuple(sorted(set(tags))))
@@ -99,7 +100,8 @@ class AccessRule:
         unknown = set(options) - ALLOWED_OPTION_KEYS
         if unknown:
             raise ValueError(
-                f"Unsupported filter option(s) {sorted(unknown)}: a request may only set {sorted(ALLOWED_OPTION_KEYS)}; "
+                f"Unsupported filter option(s) {sorted(unknown)}: a request may only set "
+                f"{sorted(ALLOWED_OPTION_KEYS)}; "
                 "tenant, tags and scope are enforced server-side."
             )
         verified_only = options.get("verified_only")
@@ -193,7 +195,8 @@ class AccessRule:
 class RequestOptionDefaults:
     """
     Init, (de)serialisation and rule building shared by the components that apply the access rule of a
-    request (:class:`components.builders.access_filter_builder.AccessFilterBuilder`, :class:`components.validators.access_guard.AccessGuard`),
+    request (:class:`components.builders.access_filter_builder.AccessFilterBuilder`,
+    :class:`components.validators.access_guard.AccessGuard`),
     so both read the request's options with the same defaults.
     """
 
@@ -230,7 +233,7 @@ class RequestOptionDefaults:
         project_id: str | None,
         options: Mapping[str, Any] | None,
     ) -> AccessRule:
-        """The request's :class:`AccessRule`, with this component's option defaults (see :meth:`AccessRule.from_request`)."""
+        """The request's :class:`AccessRule` with this component's option defaults (:meth:`AccessRule.from_request`)."""
         return AccessRule.from_request(
             tenant_id=tenant_id,
             user_tags=user_tags,

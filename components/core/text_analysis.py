@@ -5,7 +5,8 @@ Text helpers shared by the query components, so each rule lives in one place:
   stripping markers from an answer.
 * Words: a lower-cased word tokenizer with a light, deterministic suffix
   normaliser (``policies`` -> ``policy``, ``days`` -> ``day``) and an English
-  stopword list (with question fillers such as "name" and "called"). No model, no randomness: the same text always gives the same
+  stopword list (with question fillers such as "name" and "called"). No model, no randomness: the same text always
+  gives the same
   tokens.
 * Key phrases (for coverage): the text is cut into *runs* of consecutive content
   words (a stopword or a punctuation mark ends a run; a line break does not, as

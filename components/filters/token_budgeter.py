@@ -60,7 +60,8 @@ class TokenBudgeter:
     Usage:
     ```python
     budgeter = TokenBudgeter(default_model="llama3.2")
-    out = budgeter.run(query="How many vacation days?", documents=chunks, chat_history=[{"role": "user", "content": "hi"}])
+    history = [{"role": "user", "content": "hi"}]
+    out = budgeter.run(query="How many vacation days?", documents=chunks, chat_history=history)
     out["documents"], out["chat_history"], out["context_tokens_used"], out["num_ctx"]
     ```
     """

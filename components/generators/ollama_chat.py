@@ -64,7 +64,8 @@ def ollama_errors(url: str, model: str, timeout: float) -> Iterator[None]:
         raise LLMConnectionError(f"Ollama at {url} answered with HTTP {error.status_code}: {error.error}") from error
     except httpx.TimeoutException as error:
         raise LLMTimeoutError(
-            f"Ollama at {url} did not answer within {timeout:g} s (model '{model}'); raise RAG_TIMEOUT_SECONDS or use a smaller model."
+            f"Ollama at {url} did not answer within {timeout:g} s (model '{model}'); "
+            "raise RAG_TIMEOUT_SECONDS or use a smaller model."
         ) from error
     except (ConnectionError, httpx.TransportError) as error:
         raise LLMConnectionError(

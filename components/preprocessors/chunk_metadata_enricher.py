@@ -70,7 +70,8 @@ class ChunkMetadataEnricher:
             problem = document_id_problem(meta.get("document_id"))
             if not meta.get("tenant_id") or not normalise_tags(meta.get("tags")) or problem:
                 raise ValueError(
-                    f"chunk {chunk.content[:40]!r} lacks tenant_id, tags or a valid document_id ({problem or 'missing'}); "
+                    f"chunk {chunk.content[:40]!r} lacks tenant_id, tags or a valid document_id "
+                    f"({problem or 'missing'}); "
                     "put a DocumentIdentifier before the chunker in the pipeline"
                 )
             key = (meta["tenant_id"], meta["document_id"])

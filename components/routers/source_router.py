@@ -90,7 +90,8 @@ class SourceRouter:
             route = route_for(stream)
             if route is None:
                 problems.append(
-                    f"{stream_label(stream, position)}: unsupported file type; supported types are {supported_types_text()}"
+                    f"{stream_label(stream, position)}: unsupported file type; "
+                    f"supported types are {supported_types_text()}"
                 )
             else:
                 routes[route].append(stream)

@@ -15,7 +15,8 @@ the tags the requester holds (ties: alphabetical), looked up in the SQLite
 :class:`components.core.tag_directory.TagDirectory` under the requester's ``tenant_id``
 (tags are per tenant: another tenant's owner of a same-named tag is never used). With an owner and their email it
 routes there (``fallback: false``); otherwise (no context, no tag, no owner, owner
-unknown, or the tag has no owner in the requester's tenant) to the configured admin email with ``fallback: true``. A fallback keeps
+unknown, or the tag has no owner in the requester's tenant) to the configured admin email with
+``fallback: true``. A fallback keeps
 the primary tag when there is one and uses ``"system"`` when there is none.
 
 ``grounded`` is true only when the action is CITE and every answer sentence

@@ -185,7 +185,8 @@ class DocumentIdentifier:
                 continue
             if len(origins) > 1:
                 logger.warning(
-                    "DocumentIdentifier: %d copies of one source (tenant %s, document %s) in this batch; indexing it once.",
+                    "DocumentIdentifier: %d copies of one source (tenant %s, document %s) in this batch; "
+                    "indexing it once.",
                     len(origins),
                     tenant_id,
                     document_id,

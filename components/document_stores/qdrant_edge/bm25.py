@@ -41,7 +41,7 @@ def build_bm25(config: dict[str, Any] | None = None) -> Bm25:
         expected = BM25_CONFIG_TYPES.get(key)
         if expected is None:
             raise StoreConfigError(f"Unknown bm25_config option {key!r}; allowed: {', '.join(BM25_CONFIG_TYPES)}.")
-        if not isinstance(value, expected) or (expected != bool and isinstance(value, bool)):
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
             raise StoreConfigError(f"bm25_config option {key!r} has the wrong type: {value!r}.")
     try:
         return Bm25(Bm25Config(**config))

@@ -674,8 +674,8 @@ class QdrantEdgeDocumentStore:
             )
         by_id = {record.id: record for record in records}
         documents = []
-        for point_id, score, sources in fused:
-            document = record_to_document(by_id[point_id], score=score)
+        for fused_id, score, sources in fused:
+            document = record_to_document(by_id[fused_id], score=score)
             documents.append(replace(document, meta={**document.meta, "retrieved_by": sources}))
         return documents
 
@@ -797,7 +797,8 @@ class QdrantEdgeDocumentStore:
             for index in sparse.indices
         ) or len(set(sparse.indices)) != len(sparse.indices):
             raise DocumentValidationError(
-                f"Document {document.id!r} has a sparse_embedding whose indices are not distinct integers in [0, 2**32)."
+                f"Document {document.id!r} has a sparse_embedding whose indices are not distinct integers "
+                "in [0, 2**32)."
             )
         if not all(isinstance(value, int | float) and math.isfinite(value) for value in sparse.values):
             raise DocumentValidationError(f"Document {document.id!r} has a sparse_embedding with non-finite values.")
@@ -850,7 +851,8 @@ class QdrantEdgeDocumentStore:
                 f"{doc_id!r} (stored for {old!r}, written for {new!r})" for doc_id, old, new in conflicts[:5]
             )
             raise TenantConflictError(
-                f"{len(conflicts)} document id(s) already belong to another tenant: {shown}. Document ids must be unique "
+                f"{len(conflicts)} document id(s) already belong to another tenant: {shown}. "
+                "Document ids must be unique "
                 "across tenants: derive document_id from the tenant, or delete the other tenant's document first. "
                 "Nothing was written."
             )

@@ -133,7 +133,8 @@ def _convert(item: Any, path: str, access_index: bool) -> Condition:
     if operator in COMPARISON_OPERATORS:
         return _convert_comparison(operator, item, path)
     raise FilterError(
-        f"Unknown filter operator {operator!r} in {path}; use one of {', '.join(COMPARISON_OPERATORS + LOGICAL_OPERATORS)}."
+        f"Unknown filter operator {operator!r} in {path}; "
+        f"use one of {', '.join(COMPARISON_OPERATORS + LOGICAL_OPERATORS)}."
     )
 
 
