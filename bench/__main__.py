@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             phase(f"corpus {size}", lambda size=size: ensure_corpus(size, rebuild=args.rebuild_corpus))
         settings = ServiceSettings(
             search_requests=args.search_requests, rag_requests=args.rag_requests,
-            concurrency=tuple(args.concurrency), throughput_seconds=args.throughput_seconds, torch_threads=args.torch_threads,
-            haystack_copy=args.haystack_copy,
+            concurrency=tuple(args.concurrency), throughput_seconds=args.throughput_seconds,
+            torch_threads=args.torch_threads, haystack_copy=args.haystack_copy,
         )  # fmt: skip
         report["service"] = {}
         for size in args.sizes:
@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     for target in report["targets"].values():
         print(
-            f"{target['verdict']:4}  {target['label']}: {target['value']} {target['unit']} (target {target['operator']} {target['target']:g})"
+            f"{target['verdict']:4}  {target['label']}: {target['value']} {target['unit']} "
+            f"(target {target['operator']} {target['target']:g})"
         )
     for name, error in (report.get("errors") or {}).items():
         print(f"FAILED {name}: {error.strip().splitlines()[0] if error.strip() else error}", file=sys.stderr)

@@ -70,7 +70,9 @@ def _squad_contexts() -> list[str]:
 
 
 def write_corpus(folder: Path, documents: int) -> int:
-    """Write ``documents`` files (Markdown from the specifications, text from SQuAD paragraphs); return bytes written."""
+    """
+    Write ``documents`` files (Markdown from the specifications, text from SQuAD paragraphs); return bytes written.
+    """
     contexts = _squad_contexts()
     specs = sorted(SPECS.glob("*.txt")) if SPECS.exists() else []
     if not contexts and not specs:

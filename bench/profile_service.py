@@ -163,8 +163,10 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
             profiler.stop()
             report = output / f"profile-{kind}-{size}.txt"
             report.write_text(profiler.output_text(unicode=False, color=False, show_all=False), encoding="utf-8")
-            figures[kind] = {**latency_summary(samples), "requests": len(bodies), "copy_ab": ab, "cpu_breakdown_ms": cpu,
-                             "report": str(report.relative_to(REPO)) if report.is_relative_to(REPO) else str(report)}  # fmt: skip
+            figures[kind] = {
+                **latency_summary(samples), "requests": len(bodies), "copy_ab": ab, "cpu_breakdown_ms": cpu,
+                "report": str(report.relative_to(REPO)) if report.is_relative_to(REPO) else str(report),
+            }  # fmt: skip
     finally:
         container.close()
     return figures

@@ -24,8 +24,9 @@ TARGETS = {
     "rag_p95_ms_100k": ("/rag/run (extractive) p95 at 100k chunks", "<=", 50.0, "ms"),
     "indexing_ratio": ("indexing pipeline / bare embedder", ">=", 0.9, "x"),
     "rss_mb_100k": ("server peak RSS at 100k chunks", "<=", 1536.0, "MB"),
-    "filtered_speedup_10k": ("filtered search vs qdrant-haystack local mode at 10k (min of dense/BM25/hybrid p50 & p95)",
-                             ">=", 50.0, "x"),
+    "filtered_speedup_10k": (
+        "filtered search vs qdrant-haystack local mode at 10k (min of dense/BM25/hybrid p50 & p95)", ">=", 50.0, "x"
+    ),
 }  # fmt: skip
 
 
@@ -123,8 +124,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             "## Service over HTTP (server started by the harness, client in a separate process, loopback)",
             "",
-            "| chunks | /search p50 / p95 / p99 | in-server search p50 | bare search p50 / p95 | HTTP / bare (p50) | /rag p50 / p95 / p99 "
-            "| bare RAG retrieval p50 | embed only p50 | retrieve only p50 | req/s at "
+            "| chunks | /search p50 / p95 / p99 | in-server search p50 | bare search p50 / p95 | HTTP / bare (p50) "
+            "| /rag p50 / p95 / p99 | bare RAG retrieval p50 | embed only p50 | retrieve only p50 | req/s at "
             + " / ".join(f"{c}" for c in next(iter(service.values()))["throughput"])
             + " clients | start-up s | RSS idle / peak MB |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -133,7 +134,8 @@ def markdown(report: dict[str, Any]) -> str:
             figures = service[size]
             throughput = " / ".join(f"{figures['throughput'][c]['requests_per_s']:.1f}" for c in figures["throughput"])
             lines.append(
-                f"| {int(size):,} | {_triple(figures['http']['search'])} | {_ms(figures['http']['search'].get('in_server_search_p50_ms'))} "
+                f"| {int(size):,} | {_triple(figures['http']['search'])} "
+                f"| {_ms(figures['http']['search'].get('in_server_search_p50_ms'))} "
                 f"| {_triple(figures['bare']['search'], False)} "
                 f"| {figures['ratios']['search_http_over_bare_p50']:.2f} | {_triple(figures['http']['rag'])} "
                 f"| {_ms(figures['bare']['rag_retrieval']['p50_ms'])} | {_ms(figures['bare']['embed']['p50_ms'])} "
@@ -183,8 +185,11 @@ def markdown(report: dict[str, Any]) -> str:
         speedup = (store.get("summary") or {}).get("speedup_vs_qdrant_local")
         if speedup:
             lines.append("")
-            lines.append("Speed-up over qdrant-haystack local mode (p50 / p95): " + ", ".join(
-                f"{kind} {ratio['p50']}x / {ratio['p95']}x" for kind, ratio in speedup["ratios"].items()) + ".")  # fmt: skip
+            lines.append(
+                "Speed-up over qdrant-haystack local mode (p50 / p95): "
+                + ", ".join(f"{kind} {ratio['p50']}x / {ratio['p95']}x" for kind, ratio in speedup["ratios"].items())
+                + "."
+            )
         lines.append("")
     indexing = report.get("indexing")
     if indexing:
@@ -192,9 +197,10 @@ def markdown(report: dict[str, Any]) -> str:
         if "ratio" in indexing:
             lines.append(
                 f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), torch threads "
-                f"{indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, bare "
-                f"embedder {indexing['bare_embedder_chunks_per_s']} chunks/s, ratio {indexing['ratio']} (median of alternating "
-                f"rounds); the embedder's share of the pipeline's own runs: {indexing.get('in_run_ratio', '-')}."
+                f"{indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, "
+                f"bare embedder {indexing['bare_embedder_chunks_per_s']} chunks/s, ratio {indexing['ratio']} "
+                f"(median of alternating rounds); the embedder's share of the pipeline's own runs: "
+                f"{indexing.get('in_run_ratio', '-')}."
             )
             stages = indexing.get("stage_ms_per_chunk") or {}
             if stages:
@@ -211,7 +217,8 @@ def markdown(report: dict[str, Any]) -> str:
         value = "-" if target["value"] is None else f"{target['value']:g} {target['unit']}"
         where = f" ({target['measured_at']})" if target["measured_at"] else ""
         lines.append(
-            f"| {target['label']} {target['operator']} {target['target']:g} {target['unit']} | {value}{where} | {target['verdict']} |"
+            f"| {target['label']} {target['operator']} {target['target']:g} {target['unit']} "
+            f"| {value}{where} | {target['verdict']} |"
         )
     errors = report.get("errors") or {}
     if errors:
@@ -225,7 +232,8 @@ def markdown(report: dict[str, Any]) -> str:
             ab = figures["copy_ab"]
             lines.append(
                 f"- {kind}: in-process p50 {_ms(figures['p50_ms'])} ms. Input copies A/B (same requests, alternating): "
-                f"Haystack's copy {ab['haystack_copy']['cpu_mean_ms']} ms CPU / {ab['haystack_copy']['wall_p50_ms']} ms p50, "
+                f"Haystack's copy {ab['haystack_copy']['cpu_mean_ms']} ms CPU / "
+                f"{ab['haystack_copy']['wall_p50_ms']} ms p50, "
                 f"fast copy {ab['fast_copy']['cpu_mean_ms']} ms CPU / {ab['fast_copy']['wall_p50_ms']} ms p50 "
                 f"({ab['cpu_saved_pct']} % CPU saved). Call tree: {figures['report']}"
             )

@@ -64,7 +64,8 @@ class ServiceSettings:
     throughput_seconds: float = 8.0
     torch_threads: int = 1
     start_timeout_s: float = 300.0
-    # Serve with Haystack's own pipeline input copies (components.services.pipeline_copy not installed): the "before" of that fix.
+    # Serve with Haystack's own pipeline input copies (components.services.pipeline_copy not installed):
+    # the "before" of that fix.
     haystack_copy: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -123,8 +124,12 @@ class BenchServer:
         arguments = ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         command = [sys.executable, "-m", "hayhooks_app", *arguments]
         if self.haystack_copy:  # the same entry point with the input-copy fix switched off
-            command = [sys.executable, "-c", "import sys, components.services.pipeline_copy as copy; copy.install_fast_input_copy = "
-                       f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))"]  # fmt: skip
+            command = [
+                sys.executable,
+                "-c",
+                "import sys, components.services.pipeline_copy as copy; copy.install_fast_input_copy = "
+                f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))",
+            ]
         with open(self.log_path, "wb") as log:
             started = time.monotonic()
             self.process = subprocess.Popen(
@@ -255,8 +260,12 @@ class BareParts:
 
     def filters(self, body: dict[str, Any]) -> dict[str, Any]:
         """The access filter of a request, as the pipelines' ``AccessFilterBuilder`` makes it."""
-        return self.filter_builder.run(tenant_id=body["tenant_id"], user_tags=body["user_tags"], user_id=body.get("user_id"),
-                                       project_id=body.get("project_id"))["filters"]  # fmt: skip
+        return self.filter_builder.run(
+            tenant_id=body["tenant_id"],
+            user_tags=body["user_tags"],
+            user_id=body.get("user_id"),
+            project_id=body.get("project_id"),
+        )["filters"]
 
     def run(self, kind: str, body: dict[str, Any]) -> int:
         """
@@ -346,8 +355,11 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
                 ],
             })  # fmt: skip
             log("  throughput ...")
-            runs = [{"name": f"search_c{clients}", "path": "/search/run", "bodies": search_bodies, "concurrency": clients,
-                     "duration_s": settings.throughput_seconds, "warmup": clients} for clients in settings.concurrency]  # fmt: skip
+            runs = [
+                {"name": f"search_c{clients}", "path": "/search/run", "bodies": search_bodies, "concurrency": clients,
+                 "duration_s": settings.throughput_seconds, "warmup": clients}
+                for clients in settings.concurrency
+            ]  # fmt: skip
             throughput_runs = run_client(server.url, runs)
             loaded_rss = server.rss_now()
             peak_rss = server.peak_rss()

@@ -158,7 +158,10 @@ def generate_queries(count: int, seed: int = SEED + 1) -> list[dict[str, Any]]:
 
 
 def access_filter(tenant: str, tags: list[str], user: str, project: str) -> dict[str, Any]:
-    """The filter the query pipeline sends: the access rule as ``components.core.access_rule`` builds it (tainted excluded)."""
+    """
+    The filter the query pipeline sends: the access rule as ``components.core.access_rule`` builds it
+    (tainted excluded).
+    """
     return AccessRule(tenant_id=tenant, user_tags=tuple(tags), user_id=user, project_id=project).to_filters()
 
 
@@ -342,7 +345,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"{machine['cpus']} CPUs (load average {machine['load_average_start']} at the start, "
         f"{machine['load_average_end']} at the end), Python {machine['python']}, "
         + ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
-        + f". {report['config']['queries']} queries per kind (qdrant-haystack local: {report['config']['local_queries']}), "
+        + f". {report['config']['queries']} queries per kind "
+        f"(qdrant-haystack local: {report['config']['local_queries']}), "
         f"top {TOP_K}, {DIM}-d vectors, {TENANTS} tenants; every query carries the access rule (tenant, tags, scope) "
         f"and `tainted != True`. Run at {report['started']}, {report['seconds']:.0f} s in all.",
         "",
@@ -376,7 +380,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Targets", ""]
     hybrid = summary["hybrid_p95_ms_at_largest"]
     lines.append(
-        f"- filtered hybrid p95 at {hybrid['size']:,} chunks: {hybrid['value']:.3f} ms wall, {hybrid['cpu']:.3f} ms CPU "
+        f"- filtered hybrid p95 at {hybrid['size']:,} chunks: {hybrid['value']:.3f} ms wall, "
+        f"{hybrid['cpu']:.3f} ms CPU "
         f"(target <= {hybrid['target']} ms): {'met' if hybrid['met'] else 'NOT met'} on wall time"
     )
     speedup = summary.get("speedup_vs_qdrant_local")

@@ -29,13 +29,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--dataset",
         action="append",
-        help="normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)",
+        help=(
+            "normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)"
+        ),
     )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")
     parser.add_argument(
         "--ci",
         action="store_true",
-        help=f"CI-sized run: all answerable and forbidden questions, {CI_MAX_UNANSWERABLE} sampled unanswerable per dataset",
+        help=(
+            "CI-sized run: all answerable and forbidden questions, "
+            f"{CI_MAX_UNANSWERABLE} sampled unanswerable per dataset"
+        ),
     )
     parser.add_argument(
         "--max-unanswerable",
@@ -58,7 +63,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="COMPONENT.PARAM=VALUE",
-        help="experiment: change a query-pipeline init parameter (YAML value), e.g. answerer.min_query_coverage=0.3; the report says so",
+        help=(
+            "experiment: change a query-pipeline init parameter (YAML value), "
+            "e.g. answerer.min_query_coverage=0.3; the report says so"
+        ),
     )
     parser.add_argument("--verbose", "-v", action="store_true")
     return parser.parse_args(argv)

@@ -206,7 +206,8 @@ def validate(dataset: EvalDataset) -> None:
                 raise DatasetError(f"{where}: file {document.path} does not exist.")
             if document.path.suffix.lower() not in SUPPORTED_SOURCE_SUFFIXES:
                 raise DatasetError(
-                    f"{where}: unsupported file type {document.path.suffix!r}; supported: {sorted(SUPPORTED_SOURCE_SUFFIXES)}."
+                    f"{where}: unsupported file type {document.path.suffix!r}; "
+                    f"supported: {sorted(SUPPORTED_SOURCE_SUFFIXES)}."
                 )
     question_ids: set[str] = set()
     for question in dataset.questions:
@@ -229,7 +230,8 @@ def validate(dataset: EvalDataset) -> None:
         for document_id in question.forbidden_document_ids:
             if question.requester.can_see(dataset.document(document_id).access_meta):
                 raise DatasetError(
-                    f"{where}: forbidden document {document_id!r} is visible to its requester; fix the requester or the list."
+                    f"{where}: forbidden document {document_id!r} is visible to its requester; "
+                    "fix the requester or the list."
                 )
 
 
@@ -248,7 +250,9 @@ def parse_requester(value: Any, where: str) -> Requester:
 
 
 def parse_question(record: Mapping[str, Any], requesters: Mapping[str, Requester], where: str) -> EvalQuestion:
-    """Build an :class:`EvalQuestion`; ``requester`` is a key of ``requesters``, a mapping, or absent (fields inline)."""
+    """
+    Build an :class:`EvalQuestion`; ``requester`` is a key of ``requesters``, a mapping, or absent (fields inline).
+    """
     for required in ("id", "question"):
         if required not in record:
             raise DatasetError(f"{where}: `{required}` is required.")
@@ -451,5 +455,7 @@ def ci_subset(dataset: EvalDataset, max_unanswerable: int, seed: int = 0) -> Eva
     subset = [question for question in dataset.questions if question.id in keep]
     return dataset.with_questions(
         subset,
-        suffix=f" (CI subset: all answerable, {len(sampled) + len(forbidden)} of {len(dataset.unanswerable)} unanswerable)",
+        suffix=(
+            f" (CI subset: all answerable, {len(sampled) + len(forbidden)} of {len(dataset.unanswerable)} unanswerable)"
+        ),
     )

@@ -106,7 +106,8 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     lines = [f"# sourcebound evaluation ({summary.get('mode', 'full')})", ""]
     if summary.get("generated_at"):
         lines += [
-            f"Generated {summary['generated_at']}; query pipeline `{summary.get('query_pipeline', 'pipelines/query.yml')}`.",
+            f"Generated {summary['generated_at']}; "
+            f"query pipeline `{summary.get('query_pipeline', 'pipelines/query.yml')}`.",
             "",
         ]
     if summary.get("query_overrides"):
@@ -122,7 +123,8 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     for name in names:
         info = datasets[name]
         lines.append(
-            f"| {name} | {info.get('documents', '')} | {info.get('chunks', '')} | {info.get('questions', '')} | {info.get('answerable', '')} "
+            f"| {name} | {info.get('documents', '')} | {info.get('chunks', '')} | {info.get('questions', '')} "
+            f"| {info.get('answerable', '')} "
             f"| {info.get('unanswerable', '')} | {info.get('granularity', '')} | {info.get('index_seconds', 0):.1f} |"
         )
     lines.append("")
@@ -262,7 +264,10 @@ def plot_stage_latency(summary: Mapping[str, Any], path: Path) -> Path:
 
 
 def _compact(record: QuestionRecord) -> dict[str, Any]:
-    """A record for the report folder: chunk texts cut to citation snippets, gold chunk texts left out (the report stays small enough to commit)."""
+    """
+    A record for the report folder: chunk texts cut to citation snippets, gold chunk texts left out
+    (the report stays small enough to commit).
+    """
     data = record.to_dict()
     for key in ("context", "retrieved"):
         for chunk in data[key]:
@@ -281,7 +286,8 @@ def write_report(
     Write report.json, report.md, questions-<dataset>.jsonl (chunk texts as 200-character
     snippets) and the charts.
 
-    :returns: Paths by kind (``json``, ``markdown``, ``metrics_png``, ``confidence_png``, ``latency_png``, ``questions:<name>``).
+    :returns: Paths by kind (``json``, ``markdown``, ``metrics_png``, ``confidence_png``, ``latency_png``,
+        ``questions:<name>``).
     """
     thresholds = load_thresholds() if thresholds is None else thresholds
     out = Path(out_dir)

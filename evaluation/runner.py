@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.services.corpus_manifest import corpus_sources
 from evaluation.datasets import (
     REPO_ROOT,
     EvalDataset,
     EvalQuestion,
     ci_subset,
-    corpus_sources,
     load_dataset,
     load_normans,
     load_sample_gold,
@@ -328,7 +328,8 @@ def run_dataset(
         with CorpusIndex(dataset, Path(tmp) / "run1", query_overrides, query_pipeline) as index:
             chunks = index.chunk_count()
             say(
-                f"[{dataset.name}] {chunks} chunks in {index.index_seconds:.1f} s; asking {len(dataset.questions)} questions ..."
+                f"[{dataset.name}] {chunks} chunks in {index.index_seconds:.1f} s; "
+                f"asking {len(dataset.questions)} questions ..."
             )
             records = []
             with StageTimer.installed() as timer:

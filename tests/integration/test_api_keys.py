@@ -135,7 +135,8 @@ class TestIdentityFromTheKey:
         )
         error_of(response, 403)
         response = server.client.post(
-            "/search/run", json={"query": "FY2025 budget compensation", "user_tags": ["hr", "finance-restricted"], "k": 10},
+            "/search/run",
+            json={"query": "FY2025 budget compensation", "user_tags": ["hr", "finance-restricted"], "k": 10},
             headers=bearer(keys["reader"]),
         )  # fmt: skip
         hits = response.json()["result"]["results"]

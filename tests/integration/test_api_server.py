@@ -491,8 +491,9 @@ class TestMetrics:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
         families = {family.name: family for family in text_string_to_metric_families(response.text)}
         for name in (
-            "rag_query_latency_seconds", "rag_query_results_count", "rag_query_tokens_used", "rag_embedding_latency_seconds",
-            "rag_embedding_chunks_created", "rag_invalidation_count", "rag_invalidation_chunks_removed", "rag_index_size_total",
+            "rag_query_latency_seconds", "rag_query_results_count", "rag_query_tokens_used",
+            "rag_embedding_latency_seconds", "rag_embedding_chunks_created", "rag_invalidation_count",
+            "rag_invalidation_chunks_removed", "rag_index_size_total",
         ):  # fmt: skip
             assert name in families, name
         samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families.values() for s in f.samples}

@@ -204,7 +204,8 @@ def test_the_kill_landed_in_the_middle_of_the_request(second_run, after_crash):
     crash = second_run["crash"]
     versions = Counter(_version_of(after_crash.chunks_of("bulk", d.document_id)) for d in _bulk_corpus())
     print(
-        f"\ncrash: {crash}; documents after it: {versions[2]} new version, {versions[1]} old version, {versions[None]} absent"
+        f"\ncrash: {crash}; documents after it: {versions[2]} new version, {versions[1]} old version, "
+        f"{versions[None]} absent"
     )
     assert "status" not in crash, f"the indexing request finished before the kill: {crash}"
     assert crash["points_seen"] != crash["points_before"], "the kill came before any write"

@@ -279,10 +279,14 @@ IDENTIFIER_TEXT = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_si
 def outsiders(draw) -> dict[str, Any]:
     """Any requester: real tenants and look-alikes, any tags."""
     identity = {
-        "tenant_id": draw(st.one_of(st.sampled_from(TENANTS), st.sampled_from(TENANTS), st.sampled_from(TENANT_LOOKALIKES))),
+        "tenant_id": draw(
+            st.one_of(st.sampled_from(TENANTS), st.sampled_from(TENANTS), st.sampled_from(TENANT_LOOKALIKES))
+        ),
         "user_tags": draw(
             st.lists(
-                st.one_of(st.sampled_from(TAGS), st.sampled_from(TAGS), st.sampled_from(TAG_LOOKALIKES), IDENTIFIER_TEXT),
+                st.one_of(
+                    st.sampled_from(TAGS), st.sampled_from(TAGS), st.sampled_from(TAG_LOOKALIKES), IDENTIFIER_TEXT
+                ),
                 min_size=1, max_size=6, unique=True,
             )
         ),
@@ -371,7 +375,10 @@ def probes(draw, corpus: Corpus) -> dict[str, Any]:
             st.none(),
             st.lists(
                 st.fixed_dictionaries(
-                    {"role": st.sampled_from(["user", "assistant"]), "content": st.sampled_from(INJECTIONS).map(lambda t: t.format(other="globex"))}
+                    {
+                        "role": st.sampled_from(["user", "assistant"]),
+                        "content": st.sampled_from(INJECTIONS).map(lambda t: t.format(other="globex")),
+                    }
                 ),
                 min_size=1, max_size=3,
             ),

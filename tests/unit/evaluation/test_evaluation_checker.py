@@ -1,4 +1,7 @@
-"""The threshold checker: a deliberately bad result must fail, a good one pass, the file must hold the required floors."""
+"""
+The threshold checker: a deliberately bad result must fail, a good one pass, the file must hold the required
+floors.
+"""
 
 import json
 

@@ -7,8 +7,8 @@ import re
 import pypdf
 import pytest
 
+from components.services.corpus_manifest import SAMPLE_CORPUS_MANIFEST
 from evaluation.datasets import (
-    SAMPLE_CORPUS_MANIFEST,
     DatasetError,
     Requester,
     ci_subset,
@@ -187,7 +187,8 @@ class TestGenericLoader:
         )
         (tmp_path / "set.yml").write_text(
             "name: mine\ncorpus: corpus.yml\nrequesters:\n  r: {tenant_id: t, user_tags: [x]}\n"
-            "questions:\n  - {id: q, question: 'Alpha?', requester: r, answerable: true, gold_document_ids: [a-1], gold_answers: '1,500'}\n"
+            "questions:\n  - {id: q, question: 'Alpha?', requester: r, answerable: true, "
+            "gold_document_ids: [a-1], gold_answers: '1,500'}\n"
         )
         dataset = load_dataset(tmp_path / "set.yml")
         assert dataset.name == "mine" and dataset.questions[0].gold_answers == ("1,500",)

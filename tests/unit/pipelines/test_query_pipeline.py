@@ -61,7 +61,9 @@ def data_dir(tmp_path_factory) -> Path:
     indexing.index_texts(
         [
             {
-                "content": "The quarantine procedure for returned XR-9 grippers takes exactly 11 days in the clean room.",
+                "content": (
+                    "The quarantine procedure for returned XR-9 grippers takes exactly 11 days in the clean room."
+                ),
                 "tenant_id": "acme",
                 "tags": ["hr"],
                 "document_id": "acme-tainted-note",

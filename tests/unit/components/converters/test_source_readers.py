@@ -59,7 +59,8 @@ class TestParseHtml:
         content = parse_html(
             "<html lang='EN'><head><title>T  1</title><link rel='canonical' href='https://x.com/a'><style>p{}</style>"
             "</head><body><nav>menu</nav><h1>Top</h1><p>Intro &amp; more\ntext.</p><h2>Part</h2><p>A <b>b</b>.</p>"
-            "<h3>Deep</h3><ul><li>one</li></ul><pre>code\n  kept</pre><script>x()</script><footer>FOOTER</footer></body></html>"
+            "<h3>Deep</h3><ul><li>one</li></ul><pre>code\n  kept</pre><script>x()</script>"
+            "<footer>FOOTER</footer></body></html>"
         )
         assert (content.title, content.language, content.canonical_url) == ("T 1", "en", "https://x.com/a")
         assert [section.heading for section in content.sections] == ["Top", "Part"]

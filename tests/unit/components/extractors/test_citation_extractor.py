@@ -48,7 +48,10 @@ class TestCitationExtractor:
         assert CitationExtractor.from_dict(CitationExtractor(50).to_dict()).snippet_chars == 50
 
     def test_extract_citations_valid(self):
-        answer = "According to the vacation policy [SourceId: doc-abc123:2], employees get 27 days. See also [SourceId:faq:0]."
+        answer = (
+            "According to the vacation policy [SourceId: doc-abc123:2], employees get 27 days. "
+            "See also [SourceId:faq:0]."
+        )
         out = CitationExtractor().run(answer=answer, documents=_docs())
         first, second = out["citations"]
         assert first == {

@@ -20,7 +20,9 @@ def _docs() -> list[Document]:
         Document(
             id="hr:4",
             score=0.48,
-            content="Acme offers 20 weeks of fully paid parental leave to every new parent. Notify the People team early.",
+            content=(
+                "Acme offers 20 weeks of fully paid parental leave to every new parent. Notify the People team early."
+            ),
             meta={"document_id": "hr", "chunk_index": 4},
         ),
         Document(

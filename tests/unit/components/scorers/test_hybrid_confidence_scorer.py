@@ -6,7 +6,10 @@ from haystack import Document
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.scorers.hybrid_confidence_scorer import HybridConfidenceScorer, coverage_score
 
-CONTEXT = "[SourceId: hr:2]\n---\nFull-time employees receive 27 vacation days per year.\nCarry-over is capped at 5 days.\n---"
+CONTEXT = (
+    "[SourceId: hr:2]\n---\n"
+    "Full-time employees receive 27 vacation days per year.\nCarry-over is capped at 5 days.\n---"
+)
 
 
 def _docs(*scores: float) -> list[Document]:

@@ -242,8 +242,10 @@ class TestIndexingServiceIndexing:
         path = tmp_path / "upload.md"
         path.write_text(f"# Upload\n\n{sentences('upload', 6)}")
         calls = []
-        result = service.index_files([path], tenant_id="acme", tags="hr,eng", document_id="upload-1",
-                                     document_name="Uploaded", batch_size=1, progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+        result = service.index_files(
+            [path], tenant_id="acme", tags="hr,eng", document_id="upload-1", document_name="Uploaded", batch_size=1,
+            progress=lambda done, total: calls.append((done, total)),
+        )  # fmt: skip
         assert result["documents"][0]["document_id"] == "upload-1" and calls == [(1, 1)]
         chunk = service.document_store.filter_documents(tenant_document_filter("acme", "upload-1"))[0]
         assert (

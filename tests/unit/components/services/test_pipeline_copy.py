@@ -1,4 +1,7 @@
-"""Tests for components.services.pipeline_copy: the fast path copies exactly like Haystack's deep copy, and pipelines still isolate inputs."""
+"""
+Tests for components.services.pipeline_copy: the fast path copies exactly like Haystack's deep copy,
+and pipelines still isolate inputs.
+"""
 
 from copy import deepcopy
 from datetime import UTC, datetime
@@ -72,7 +75,8 @@ class TestFastInputCopy:
     def test_run_copies_documents_deeply(self, installed):
         document = Document(
             id="doc-1:0", content="text", meta={"tags": ["hr"], "nested": {"a": [1, 2]}}, score=0.5,
-            embedding=[0.1, 0.2], sparse_embedding=SparseEmbedding(indices=[3], values=[0.7]), blob=ByteStream(data=b"x"),
+            embedding=[0.1, 0.2], sparse_embedding=SparseEmbedding(indices=[3], values=[0.7]),
+            blob=ByteStream(data=b"x"),
         )  # fmt: skip
         copied = fast_deepcopy_with_exceptions(document)
         assert copied == deepcopy(document)
