@@ -14,6 +14,8 @@ import yaml
 from playwright.sync_api import expect, sync_playwright
 from support.api_server import REPO, ApiServer
 
+from hayhooks_app import cli_keys
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
@@ -41,6 +43,20 @@ def globex_corpus() -> list[dict]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     with ApiServer(tmp_path_factory.mktemp("web") / "data") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def key_server(tmp_path_factory):
+    """An ``api_key`` mode server with an empty store (no corpus: the test uploads what it asks about)."""
+    data_dir = tmp_path_factory.mktemp("web-keys") / "data"
+    data_dir.mkdir(parents=True)
+    key, _ = cli_keys.register_key(
+        data_dir / "api_keys.json", tenant_id="acme", tags=["all-staff"], permissions=["read", "write"]
+    )
+    env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
+    with ApiServer(data_dir, env=env) as running:
+        running.key = key
         yield running
 
 
@@ -133,11 +149,11 @@ class Page:
 
 
 @pytest.fixture
-def open_page(browser, server):
+def open_page(browser, request):
     pages = []
 
-    def opener(name: str, **options) -> Page:
-        pages.append(Page(browser, server, name, **options))
+    def opener(name: str, on: str = "server", **options) -> Page:
+        pages.append(Page(browser, request.getfixturevalue(on), name, **options))
         return pages[-1]
 
     yield opener
@@ -314,3 +330,37 @@ class TestWebPage:
         everything = acme.page.inner_text("body")
         assert SECRET not in everything and "vault.txt" not in everything
         assert not [entry["document_name"] for entry in globex_corpus() if entry["document_name"] in everything]
+
+
+class TestWebPageApiKeyMode:
+    def test_key_kept_in_the_session_and_sent_as_bearer(self, open_page, key_server):
+        view = open_page("api-key", on="key_server")
+        page = view.page
+        assert page.inner_text("#mode-badge") == "API-key mode" and page.locator("#id-key").is_visible()
+        page.fill("#id-key", "sb-not-a-real-key")
+        view.identify("acme", "all-staff")
+        view.page.click("#tab-ask")
+        page.fill("#question", "Anything?")
+        page.press("#question", "Enter")
+        refused = page.locator(".message.assistant .error-text")
+        refused.wait_for()
+        assert refused.inner_text().startswith("unauthorized:")
+        view.shot("wrong-key")
+
+        page.click("#identity-toggle")
+        page.fill("#id-key", key_server.key)
+        view.identify("acme", "all-staff")
+        assert page.evaluate("sessionStorage.getItem('sourcebound.apiKey')") == key_server.key
+        assert key_server.key not in page.evaluate("JSON.stringify(localStorage) + document.cookie")
+        statuses = view.upload([text_file("quokka-garden.txt", QUOKKA_DOC)], "all-staff")
+        assert statuses[0]["status"] == "indexed", statuses
+        page.click("#tab-ask")
+        with page.expect_request("**/v1/chat/completions") as sent:
+            bubble = view.ask("When does the quokka garden open on weekdays?")
+        assert sent.value.headers["authorization"] == f"Bearer {key_server.key}"
+        assert "07:30" in bubble.locator(".answer-text").inner_text()
+        view.shot("answer-with-key")
+
+        # A new browser session starts without the key.
+        fresh = open_page("api-key-new-session", on="key_server")
+        assert fresh.page.input_value("#id-key") == "" and fresh.page.locator("#identity").is_visible()
