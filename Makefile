@@ -24,7 +24,7 @@ $(STAMP): requirements.lock constraints.txt pyproject.toml
 # The browser tests (tests/integration/test_web_page.py) drive Debian's Chromium through the pinned
 # playwright package (Playwright's own browser download is not used). Installed when missing.
 CHROMIUM ?= /usr/bin/chromium
-export SOURCEBOUND_CHROMIUM := $(CHROMIUM)
+test test-slow: export SOURCEBOUND_CHROMIUM := $(CHROMIUM)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 provision-browser:
