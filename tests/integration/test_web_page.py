@@ -32,6 +32,13 @@ XSS_DOC = (
     '<img src=x onerror="window.__xss = 2; alert(1)"> and it changes every month.\n'
 )
 XSS_FILE_NAME = '<img src=x onerror="window.__xss=3">storage.txt'
+XSS_NAMED = {  # markup in the fields a JSON index request sets freely: the name and the section
+    "document_id": "xylophone-annex",
+    "document_name": '<img src=x onerror="window.__xss = 4">Xylophone annex',
+    "content": "# <script>window.__xss = 5</script>Annex\n\nFacilities keeps the xylophone key in the annex cabinet.",
+    "tenant_id": "acme",
+    "tags": ["all-staff"],
+}
 PANELS = "#panel-ask, #panel-search, #panel-upload, #tooltip, #chunk-dialog"
 
 
@@ -174,6 +181,7 @@ class TestWebPage:
         for asset in ("/web/app.js", "/web/app.css"):
             assert server.client.get(asset).status_code == 200
         assert server.client.get("/health").json()["status"] == "healthy"
+        assert server.client.get("/docs").status_code == 200 and server.client.get("/metrics").status_code == 200
         assert server.client.get("/openapi.json").json()["paths"]["/search/run"]
         missing = server.client.get("/no-such-page")
         assert missing.status_code == 404 and missing.json()["error"] == "not_found"
@@ -281,7 +289,9 @@ class TestWebPage:
         assert "quokka-garden.txt" in view.page.inner_text("#tooltip")
         view.shot("answer-from-upload")
 
-    def test_document_markup_never_executes(self, open_page):
+    def test_document_markup_never_executes(self, open_page, server):
+        indexed = server.client.post("/index/run", json={"documents": [XSS_NAMED]})
+        assert indexed.status_code == 200, indexed.text
         view = open_page("xss")
         view.identify("acme", "all-staff")
         statuses = view.upload([text_file(XSS_FILE_NAME, XSS_DOC)], "all-staff")
@@ -289,15 +299,22 @@ class TestWebPage:
         view.page.click("#tab-ask")
         bubble = view.ask("What is the xylophone storage room code and how often does it change?")
         assert '<img src=x onerror="window.__xss = 2; alert(1)">' in bubble.locator(".answer-text").inner_text()
-        bubble.locator(".answer-text .chip").first.hover()
+        chip = bubble.locator(f".answer-text .chip[data-source-id^='{statuses[0]['document_id']}:']").first
+        chip.hover()
         assert "<script>window.__xss = 1" in view.page.inner_text("#tooltip")
         view.shot("answer-with-markup")
-        bubble.locator(".answer-text .chip").first.click()
+        chip.click()
         assert "<script>window.__xss = 1" in view.page.inner_text("#chunk-text")
         view.shot("full-chunk-with-markup")
         view.page.keyboard.press("Escape")
-        results = view.search("xylophone storage room code")
-        assert "<img src=x onerror" in results.first.inner_text()
+        named = view.ask("Where does facilities keep the xylophone key?")
+        assert XSS_NAMED["document_name"] in named.locator(".source-list").inner_text()
+        named.locator(".answer-text .chip[data-source-id='xylophone-annex:0']").hover()
+        assert XSS_NAMED["document_name"] in view.page.inner_text("#tooltip")
+        view.shot("name-with-markup")
+        results = view.search("xylophone storage room code and key")
+        shown = " ".join(results.all_inner_texts())
+        assert "<img src=x onerror" in shown and XSS_NAMED["document_name"] in shown
         view.shot("search-with-markup")
         assert view.page.evaluate("window.__xss") is None
         assert view.dialogs == []
