@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser serve lint test test-fast test-slow eval bench bench-store bench-quick clean
 
 install: $(STAMP)
 
@@ -20,6 +20,17 @@ $(STAMP): requirements.lock constraints.txt pyproject.toml
 	$(BIN)/pip install --quiet -r requirements.lock -c constraints.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# The browser tests (tests/integration/test_web_page.py) drive Debian's Chromium through the pinned
+# playwright package (Playwright's own browser download is not used). Installed when missing.
+CHROMIUM ?= /usr/bin/chromium
+test test-slow: export SOURCEBOUND_CHROMIUM := $(CHROMIUM)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+provision-browser:
+	@test -x $(CHROMIUM) || { echo "Installing Chromium for the browser tests (apt-get) ..."; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	@test -x $(CHROMIUM) || { echo "Chromium is still missing at $(CHROMIUM): install it (apt-get install chromium) or set CHROMIUM=/path."; exit 1; }
 
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
@@ -30,13 +41,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint
+test: lint provision-browser
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) provision-browser
 	$(BIN)/python -m pytest -m slow
 
 eval: $(STAMP)

@@ -13,6 +13,9 @@ held by another process fails here, naming the path) -> Hayhooks deploys the wra
 every expected wrapper deployed -> index the sample corpus into an empty store and load the tag
 directory -> prune old records (and again every ``SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS``).
 
+The web page (``hayhooks_app/web/``: plain HTML, CSS and JavaScript, no build step) is served at
+``GET /`` with its assets under ``/web/``; it talks to the API above (docs/api.md, "Web page").
+
 Hayhooks' runtime deploy/undeploy routes (which would let any caller run code), its draw route
 (which calls an external renderer), its file-upload stub and the Responses API (no wrapper
 implements it) are removed.
@@ -36,7 +39,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, FastAPI, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
@@ -49,6 +53,18 @@ from hayhooks_app.service import ServiceContainer, configure
 logger = logging.getLogger(__name__)
 
 WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
+WEB_DIR = Path(__file__).resolve().parent / "web"
+# The page loads only its own files and talks only to this origin; document text is rendered as text,
+# and this policy is the second line should a bug ever render it as HTML (no inline script runs).
+WEB_PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
 REMOVED_HAYHOOKS_PATHS = frozenset(
     {
         "/deploy-yaml", "/deploy_files", "/undeploy/{pipeline_name}",  # runtime code deployment
@@ -200,6 +216,16 @@ def _routes(container: ServiceContainer) -> APIRouter:
     return router
 
 
+def _mount_web_page(app: FastAPI) -> None:
+    """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
+
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    async def web_page() -> FileResponse:
+        return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=WEB_PAGE_HEADERS)
+
+    app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
+
+
 async def _index_uploads(
     container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None
 ) -> dict:
@@ -279,6 +305,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(_routes(container))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
+    _mount_web_page(app)
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
