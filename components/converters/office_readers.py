@@ -398,6 +398,26 @@ def read_pptx(data: bytes) -> list[tuple[str, dict[str, Any]]]:
 # ------------------------------------------------------------------------- xlsx
 
 
+_CELL_OR_ROW_RE = re.compile(rb"<(?:[A-Za-z]+:)?(?:c|row)[\s/>]")
+_WORKSHEET_PART_RE = re.compile(r"^xl/worksheets/[^/]+\.xml$")
+
+
+def _count_cells(package: zipfile.ZipFile, budget: _CellBudget) -> None:
+    """Count the cell and row elements of every worksheet part, streamed, before openpyxl parses any."""
+    for entry in package.infolist():
+        if not _WORKSHEET_PART_RE.match(entry.filename):
+            continue
+        tail = b""
+        with package.open(entry) as part:
+            while chunk := part.read(1 << 20):
+                buffer = tail + chunk
+                # A match ending inside the carried tail was counted with the previous chunk.
+                found = sum(1 for match in _CELL_OR_ROW_RE.finditer(buffer) if match.end() > len(tail))
+                if found:
+                    budget.spend(found)
+                tail = buffer[-8:]
+
+
 def _sheet_rows(sheet: Any, budget: _CellBudget) -> Iterator[list[str]]:
     for row in sheet.iter_rows(values_only=True):
         budget.spend(len(row))
@@ -413,10 +433,12 @@ def read_xlsx(data: bytes) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, 
     :returns: ``(parts, source_meta)`` with ``document_name`` from the workbook's title property.
     :raises OfficeReadError: If the file cannot be read, holds too many cells, or has no text.
     """
-    open_package(data, "xlsx").close()
+    package = open_package(data, "xlsx")
     budget = _CellBudget("spreadsheet")
     parts: list[tuple[str, dict[str, Any]]] = []
     try:
+        with package:
+            _count_cells(package, _CellBudget("spreadsheet", limit=budget.limit))
         from openpyxl import load_workbook
 
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)

@@ -105,7 +105,9 @@ def _refuse_binary(data: bytes, source_type: str) -> None:
     """A text type whose bytes are a PDF, an Office package or an image: name what the content is."""
     seen = office_readers.describe_content(data)
     if seen and seen not in ("plain text", "an HTML page"):
-        raise SourceReadError(f"the file's content does not match its type {source_type!r}: its content is {seen}")
+        raise SourceReadError(
+            f"the file's content does not match its type {source_type!r}: its content is {seen}, not UTF-8 text"
+        )
 
 
 def require_text(text: str, what: str = "document") -> str:

@@ -46,11 +46,12 @@ def assert_rejected_and_unchanged(service, call, *fragments):
 class TestIndexingServiceValidation:
     def test_unsupported_type_lists_supported_ones(self, service, files):
         folder, good = files
-        (folder / "report.docx").write_bytes(b"PK\x03\x04")
+        (folder / "report.odt").write_bytes(b"PK\x03\x04")
         assert_rejected_and_unchanged(
             service,
-            lambda: service.index_files([good, folder / "report.docx"], tenant_id="acme", tags=["hr"]),
-            "report.docx: unsupported file type; supported types are .htm, .html, .markdown, .md, .pdf, .text, .txt",
+            lambda: service.index_files([good, folder / "report.odt"], tenant_id="acme", tags=["hr"]),
+            "report.odt: unsupported file type; supported types are .csv, .docx, .htm, .html, .markdown, .md, .pdf, "
+            ".pptx, .text, .txt, .xlsx",
         )
 
     @pytest.mark.parametrize("content", [b"", b"   \n\t  \n"])
