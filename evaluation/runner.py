@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.services.corpus_manifest import corpus_sources
 from evaluation.datasets import (
     REPO_ROOT,
     EvalDataset,
     EvalQuestion,
     ci_subset,
-    corpus_sources,
     load_dataset,
     load_normans,
     load_sample_gold,
