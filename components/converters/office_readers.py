@@ -14,7 +14,8 @@ make a bad file an error instead, and the parts carry our metadata:
 
 * ``.docx``: one part per section (``Heading 1``/``Heading 2`` paragraphs, meta ``section``);
   ``document_name`` from the ``Title`` paragraph or the core properties' title;
-* ``.pptx``: one part per slide with text, meta ``page_number`` (1-based slide number);
+* ``.pptx``: one part per slide with text, meta ``page_number`` (1-based slide number), then
+  the row groups of the slide's tables (Haystack's converter skips tables);
 * ``.xlsx``: per sheet, groups of rows, meta ``section`` (the sheet name); read with openpyxl in
   read-only mode (streamed, so the cell bound holds before a sheet is in memory);
 * ``.csv``: groups of rows (strict UTF-8, delimiter sniffed among ``, ; tab |``).
@@ -379,19 +380,34 @@ def read_docx(data: bytes, max_level: int = 2) -> tuple[list[tuple[str, dict[str
 
 def read_pptx(data: bytes) -> list[tuple[str, dict[str, Any]]]:
     """
-    Read a PowerPoint file into one part per slide with text (meta ``page_number``, the slide number).
+    Read a PowerPoint file into one part per slide with text (meta ``page_number``, the slide number),
+    and the row groups of each slide's tables (with the same ``page_number``).
 
     :raises OfficeReadError: If the file cannot be read or no slide has text.
     """
     open_package(data, "pptx").close()
     try:
         from haystack.components.converters.pptx import PPTXToDocument
+        from pptx import Presentation
 
-        # Haystack's converter joins the slides' text with form feeds: one slide per page.
-        text = PPTXToDocument()._convert(io.BytesIO(data))
+        # Haystack's converter joins the slides' text frames with form feeds: one slide per page.
+        texts = PPTXToDocument()._convert(io.BytesIO(data)).split("\f")
+        # It skips tables; they follow their slide's text as row groups with their header row.
+        tables = [
+            [
+                [[cell_text(cell.text) for cell in row.cells] for row in shape.table.rows]
+                for shape in slide.shapes
+                if getattr(shape, "has_table", False)
+            ]
+            for slide in Presentation(io.BytesIO(data)).slides
+        ]
     except Exception as error:  # python-pptx and lxml raise many types; any of them is a defect of the file
         raise _corrupt(".pptx", error) from error
-    parts = [(slide, {"page_number": number}) for number, slide in enumerate(text.split("\f"), 1)]
+    parts: list[tuple[str, dict[str, Any]]] = []
+    for number, (text, slide_tables) in enumerate(zip(texts, tables, strict=False), 1):
+        parts.append((text, {"page_number": number}))
+        for rows in slide_tables:
+            parts.extend((part, {"page_number": number}) for part in table_parts(rows))
     return _require_parts(parts, "PowerPoint file")
 
 

@@ -86,6 +86,24 @@ class TestReadPptx:
         ]
         assert read_pptx((FIXTURES / "review.pptx").read_bytes()) == read_pptx(REVIEW_PPTX)
 
+    def test_slide_tables_follow_their_slide_with_the_header_row(self):
+        from pptx import Presentation
+        from pptx.util import Inches
+
+        presentation = Presentation()
+        slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+        slide.shapes.title.text = "Shipping rates"
+        table = slide.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(6), Inches(2)).table
+        for row, values in enumerate([("Zone", "Rate"), ("Benelux", "EUR 12"), ("Nordics", "EUR 19")]):
+            for column, value in enumerate(values):
+                table.cell(row, column).text = value
+        buffer = io.BytesIO()
+        presentation.save(buffer)
+        assert read_pptx(buffer.getvalue()) == [
+            ("Shipping rates", {"page_number": 1}),
+            ("Zone | Rate\nBenelux | EUR 12\nNordics | EUR 19", {"page_number": 1}),
+        ]
+
 
 @pytest.mark.unit
 class TestReadXlsx:
