@@ -160,7 +160,9 @@ def _routes(container: ServiceContainer) -> APIRouter:
     @router.post("/index/upload", tags=["pipelines"], summary="Index uploaded files (multipart)")
     async def index_upload(
         request: Request,
-        files: Annotated[list[UploadFile], File(description="Files to index (.txt, .md, .html, .pdf).")],
+        files: Annotated[
+            list[UploadFile], File(description="Files to index (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv).")
+        ],
         tenant_id: Annotated[str, Form(description="Owning tenant.")],
         tags: Annotated[list[str], Form(description="Access tags; repeat the field or separate with commas.")],
         scope: Annotated[str, Form(description="tenant, user or project.")] = "tenant",

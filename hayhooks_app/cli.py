@@ -183,7 +183,9 @@ def register_index(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     parser = subparsers.add_parser(
         "index", parents=[_common_options()], help="index files and folders (recursively) for a tenant"
     )
-    parser.add_argument("paths", nargs="+", help="files and folders (.txt, .md, .html, .pdf)")
+    parser.add_argument(
+        "paths", nargs="+", help="files and folders (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv)"
+    )
     parser.add_argument("--tenant", required=True, help="tenant_id owning the documents")
     parser.add_argument("--tags", required=True, help="comma-separated tags (at least one)")
     parser.add_argument("--scope", default="tenant", choices=("tenant", "user", "project"), help="default: tenant")

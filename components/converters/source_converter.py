@@ -1,6 +1,6 @@
 """
-The shared body of the four source converters (``text_converter``, ``markdown_converter``,
-``html_converter``, ``pdf_converter``): each is one of these classes with its ``source_type``,
+The shared body of the source converters (text, Markdown, HTML, PDF, Word, PowerPoint, Excel,
+CSV; one module each in this package): each is one of these classes with its ``source_type``,
 so they read, validate and serialise through exactly one piece of code
 (:func:`components.converters.source_readers.convert_streams`).
 

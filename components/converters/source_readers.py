@@ -14,6 +14,8 @@ written, so a file is judged by exactly one piece of code.
   navigation, keeps block structure as paragraphs, splits at ``<h1>``/``<h2>``,
   and reads ``<title>``, ``<html lang>`` and ``<link rel="canonical">``.
 * :func:`read_pdf_pages`: pypdf, one text per page (1-based ``page_number``).
+* ``.docx``, ``.pptx``, ``.xlsx``, ``.csv``: :mod:`components.converters.office_readers`
+  (magic bytes, bounded expansion, header row with every group of table rows).
 
 Every failure raises :class:`SourceReadError` naming the problem.
 
@@ -41,8 +43,10 @@ from haystack import Document
 from haystack.components.converters.utils import get_bytestream_from_source, normalize_metadata
 from haystack.dataclasses import ByteStream
 
+from components.converters import office_readers
 from components.core.document_identity import IndexingValidationError, content_hash
 from components.core.errors import SourceboundError
+from components.core.text_normalization import normalize_text
 from components.core.url_canonicalizer import is_http_url
 
 logger = logging.getLogger(__name__)
@@ -97,9 +101,18 @@ def decode_text(data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _refuse_binary(data: bytes, source_type: str) -> None:
+    """A text type whose bytes are a PDF, an Office package or an image: name what the content is."""
+    seen = office_readers.describe_content(data)
+    if seen and seen not in ("plain text", "an HTML page"):
+        raise SourceReadError(
+            f"the file's content does not match its type {source_type!r}: its content is {seen}, not UTF-8 text"
+        )
+
+
 def require_text(text: str, what: str = "document") -> str:
-    """Return ``text`` unless it is empty or whitespace only (then raise :class:`SourceReadError`)."""
-    if not text or not text.strip():
+    """Return ``text`` unless it is empty or only whitespace and invisible characters (then raise)."""
+    if not text or not normalize_text(text).strip():
         raise SourceReadError(f"the {what} is empty or contains only whitespace")
     return text
 
@@ -372,7 +385,11 @@ def read_pdf_pages(data: bytes) -> list[str]:
     from pypdf.errors import PyPdfError
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
-        raise SourceReadError("the PDF cannot be parsed: it does not start with a %PDF header")
+        seen = office_readers.describe_content(data)
+        raise SourceReadError(
+            "the PDF cannot be parsed: it does not start with a %PDF header"
+            + (f" (its content is {seen})" if seen else "")
+        )
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
@@ -443,13 +460,34 @@ def read_source(data: bytes, source_type: str, section_max_level: int = 2, base_
     * ``html``: one part per section, meta ``section``; source meta ``document_name`` (title), ``language``
       and ``source_uri`` (the canonical link, resolved against ``base_uri``).
     * ``pdf``: one part per page with text, meta ``page_number`` (1-based).
+    * ``docx``: one part per section (Word headings, meta ``section``) and per group of table rows;
+      ``pptx``: one part per slide, meta ``page_number``; ``xlsx``: groups of rows with their header
+      row, meta ``section`` (the sheet name); ``csv``: groups of rows with their header row
+      (:mod:`components.converters.office_readers`).
 
     :raises SourceReadError: If the bytes cannot be read as that type or hold no text.
     """
     if source_type == "pdf":
         pages = read_pdf_pages(data)
         return ReadResult([(text, {"page_number": number}) for number, text in enumerate(pages, 1) if text.strip()])
+    if source_type in ("docx", "pptx", "xlsx"):
+        try:
+            if source_type == "docx":
+                parts, meta = office_readers.read_docx(data, max_level=section_max_level)
+                return ReadResult(parts, meta)
+            if source_type == "pptx":
+                return ReadResult(office_readers.read_pptx(data))
+            parts, meta = office_readers.read_xlsx(data)
+            return ReadResult(parts, meta)
+        except office_readers.OfficeReadError as error:
+            raise SourceReadError(str(error)) from error
+    _refuse_binary(data, source_type)
     text = decode_text(data)
+    if source_type == "csv":
+        try:
+            return ReadResult(office_readers.read_csv(require_text(text)))
+        except office_readers.OfficeReadError as error:
+            raise SourceReadError(str(error)) from error
     if source_type in ("txt", "text"):
         return ReadResult([(require_text(text), {})])
     if source_type == "md":

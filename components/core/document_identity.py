@@ -42,8 +42,12 @@ SOURCE_TYPE_BY_EXTENSION = {
     ".html": "html",
     ".htm": "html",
     ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".csv": "csv",
 }
-SOURCE_TYPES = ("txt", "md", "html", "pdf", "text")
+SOURCE_TYPES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "text")
 SUPPORTED_EXTENSIONS = tuple(sorted(SOURCE_TYPE_BY_EXTENSION))
 
 SCOPES = ("tenant", "user", "project")

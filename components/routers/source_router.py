@@ -14,7 +14,7 @@ Usage:
 from components.routers.source_router import SourceRouter
 
 routes = SourceRouter().run(sources=["a.md", "b.pdf"], meta={"tenant_id": "acme", "tags": ["hr"]})
-routes["md"]  # [ByteStream(...)]
+routes["md"]  # [ByteStream(...)]; also txt, html, pdf, docx, pptx, xlsx, csv
 ```
 """
 
@@ -38,12 +38,16 @@ _TYPE_BY_MIME = {
     "text/html": "html",
     "application/xhtml+xml": "html",
     "application/pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/csv": "csv",
 }
-ROUTES = ("txt", "md", "html", "pdf")
+ROUTES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv")
 
 
 def route_for(stream: ByteStream) -> str | None:
-    """The converter route of a stream (``txt``, ``md``, ``html``, ``pdf``), or ``None`` when unsupported."""
+    """The converter route of a stream (one of :data:`ROUTES`), or ``None`` when unsupported."""
     declared = stream.meta.get("source_type")
     if declared:
         return {"text": "txt"}.get(declared, declared) if declared in (*ROUTES, "text") else None
@@ -57,7 +61,7 @@ def route_for(stream: ByteStream) -> str | None:
 
 @component
 class SourceRouter:
-    """Sends each source to the ``txt``, ``md``, ``html`` or ``pdf`` output; unsupported types are an error."""
+    """Sends each source to the output of its type (:data:`ROUTES`); unsupported types are an error."""
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
@@ -68,7 +72,16 @@ class SourceRouter:
         """Deserialise the component."""
         return default_from_dict(cls, data)
 
-    @component.output_types(txt=list[ByteStream], md=list[ByteStream], html=list[ByteStream], pdf=list[ByteStream])
+    @component.output_types(
+        txt=list[ByteStream],
+        md=list[ByteStream],
+        html=list[ByteStream],
+        pdf=list[ByteStream],
+        docx=list[ByteStream],
+        pptx=list[ByteStream],
+        xlsx=list[ByteStream],
+        csv=list[ByteStream],
+    )
     def run(
         self, sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None = None
     ) -> dict[str, list[ByteStream]]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from components.core.document_identity import SOURCE_TYPE_BY_EXTENSION
 from components.core.errors import SourceboundError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ SAMPLE_DIRECTORY = SAMPLE_CORPUS_DIR / "directory.yml"
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9-]+$")
 SCOPES = ("tenant", "user", "project")
-SUPPORTED_SOURCE_SUFFIXES = {".txt": "txt", ".md": "md", ".html": "html", ".htm": "html", ".pdf": "pdf"}
+SUPPORTED_SOURCE_SUFFIXES = dict(SOURCE_TYPE_BY_EXTENSION)
 
 
 class CorpusManifestError(SourceboundError, ValueError):

@@ -7,7 +7,8 @@ Not a component: a thin layer over ``pipelines/indexing.yml`` that
    the pipeline's components use (``source_readers``, ``DocumentIdentifier``),
    and raises one :class:`IndexingValidationError` naming every problem, so bad
    input writes nothing: unsupported types (listing the supported ones), empty
-   or whitespace-only documents, undecodable bytes, unparsable PDFs, files over
+   or whitespace-only documents, undecodable bytes, unparsable PDFs, corrupt,
+   encrypted, mislabelled or zip-bomb Office files, files over
    ``max_file_bytes``, missing ``tenant_id``/``tags``, a bad ``document_id``,
    sources outside the domain allowlist, one ``document_id`` given to different
    content;
@@ -40,6 +41,7 @@ from haystack.core.errors import PipelineRuntimeError
 from haystack.dataclasses import ByteStream
 
 from components.caching.document_change_detector import DocumentChangeDetector
+from components.converters.docx_section_converter import DOCXSectionConverter
 from components.converters.html_section_converter import HTMLSectionConverter
 from components.converters.markdown_section_converter import MarkdownSectionConverter
 from components.converters.source_readers import convert_streams, stream_label
@@ -125,7 +127,11 @@ class IndexingService:
         # Validation reads sources as the pipeline's converters will.
         self._section_levels = {
             route: by_type[kind][1].section_max_level
-            for route, kind in (("md", MarkdownSectionConverter), ("html", HTMLSectionConverter))
+            for route, kind in (
+                ("md", MarkdownSectionConverter),
+                ("html", HTMLSectionConverter),
+                ("docx", DOCXSectionConverter),
+            )
             if kind in by_type
         }
         self._lock = threading.Lock()

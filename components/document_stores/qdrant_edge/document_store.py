@@ -90,6 +90,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from components.core.text_normalization import normalize_text
 from components.document_stores.qdrant_edge.bm25 import build_bm25, require_content
 from components.document_stores.qdrant_edge.converters import (
     ACCESS_FIELDS,
@@ -565,7 +566,8 @@ class QdrantEdgeDocumentStore:
             raise TypeError(f"bm25_retrieval expects a query string, got {type(query).__name__}.")
         limit = _check_top_k(top_k)
         engine_filter = convert_filters(filters)
-        sparse = self._bm25.embed_query(query)
+        # Query words normalised as the indexed text is (docs/contract.md, "Text normalisation").
+        sparse = self._bm25.embed_query(normalize_text(query))
         if not sparse.indices:
             return []
         request = QueryRequest(
@@ -623,7 +625,8 @@ class QdrantEdgeDocumentStore:
         # The filter goes into each stage rather than on the request: the engine would also re-check a request
         # filter on the fused candidates (~25% more work). Fused results only come from the filtered stages.
         engine_filter = convert_filters(filters)
-        sparse = self._bm25.embed_query(query)
+        # Query words normalised as the indexed text is (docs/contract.md, "Text normalisation").
+        sparse = self._bm25.embed_query(normalize_text(query))
         if report_sources:
             stages = {HYBRID_SOURCES[0]: Query.Nearest(vector, using=DENSE_VECTOR_NAME)}
             if sparse.indices:

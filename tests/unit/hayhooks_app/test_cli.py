@@ -66,10 +66,10 @@ def test_cli_lifecycle(tmp_path, capsys):
     result = json.loads(indexed.stdout)
     assert [entry["status"] for entry in result["documents"]] == ["indexed"] * 4 and result["chunks_written"] > 0
     document_ids = [entry["document_id"] for entry in result["documents"]]
-    bad = tmp_path / "notes.docx"
+    bad = tmp_path / "notes.odt"
     bad.write_bytes(b"PK")
     rejected = sourcebound("index", str(folder), str(bad), "--tenant", "acme", "--tags", "hr", data_dir=data_dir)
-    assert rejected.returncode == 2 and "notes.docx: unsupported file type; supported types are" in rejected.stderr
+    assert rejected.returncode == 2 and "notes.odt: unsupported file type; supported types are" in rejected.stderr
 
     # The rest in this process (from here on it holds the shard, so no more subprocesses on data_dir).
     data = ["--data-dir", str(data_dir)]

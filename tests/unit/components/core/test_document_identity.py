@@ -57,7 +57,13 @@ class TestDocumentIdentity:
 
     def test_helpers(self):
         assert content_hash("é") == content_hash("é".encode())
-        assert source_type_for_path("A.MD") == "md" and source_type_for_path("a.docx") is None
+        assert source_type_for_path("A.MD") == "md" and source_type_for_path("a.odt") is None
+        assert [source_type_for_path(f"f.{kind.upper()}") for kind in ("docx", "pptx", "xlsx", "csv")] == [
+            "docx",
+            "pptx",
+            "xlsx",
+            "csv",
+        ]
         assert tenant_document_filter("t", ["a", "b"])["conditions"][1]["operator"] == "in"
 
     def test_validation_error_lists_every_problem(self):

@@ -46,11 +46,12 @@ def assert_rejected_and_unchanged(service, call, *fragments):
 class TestIndexingServiceValidation:
     def test_unsupported_type_lists_supported_ones(self, service, files):
         folder, good = files
-        (folder / "report.docx").write_bytes(b"PK\x03\x04")
+        (folder / "report.odt").write_bytes(b"PK\x03\x04")
         assert_rejected_and_unchanged(
             service,
-            lambda: service.index_files([good, folder / "report.docx"], tenant_id="acme", tags=["hr"]),
-            "report.docx: unsupported file type; supported types are .htm, .html, .markdown, .md, .pdf, .text, .txt",
+            lambda: service.index_files([good, folder / "report.odt"], tenant_id="acme", tags=["hr"]),
+            "report.odt: unsupported file type; supported types are .csv, .docx, .htm, .html, .markdown, .md, .pdf, "
+            ".pptx, .text, .txt, .xlsx",
         )
 
     @pytest.mark.parametrize("content", [b"", b"   \n\t  \n"])
@@ -253,6 +254,40 @@ class TestIndexingServiceIndexing:
             and chunk.meta["tags"] == ["hr", "eng"]
             and chunk.meta["section"] == "Upload"
         )
+
+    def test_office_and_csv_files_index_with_their_sections_and_slides(self, service, tmp_path):
+        from support.office_files import FIXTURES
+
+        folder = tmp_path / "office"
+        folder.mkdir()
+        for name in ("handbook.docx", "review.pptx", "carriers.xlsx", "reorder.csv"):
+            (folder / name).write_bytes((FIXTURES / name).read_bytes())
+        (folder / "notes.txt").write_text("The speci\ufb01cation of shipping work\ufb02ows is re\u00advised yearly.")
+        result = service.index_files([folder], tenant_id="office", tags=["ops"])
+        assert [entry["status"] for entry in result["documents"]] == ["indexed"] * 5
+        chunks = service.document_store.filter_documents(
+            {"field": "meta.tenant_id", "operator": "==", "value": "office"}
+        )
+        by_type: dict[str, list] = {}
+        for chunk in chunks:
+            by_type.setdefault(chunk.meta["source_type"], []).append(chunk)
+        assert set(by_type) == {"docx", "pptx", "xlsx", "csv", "txt"}
+        assert {chunk.meta["section"] for chunk in by_type["docx"]} == {None, "Safety", "Shifts"}
+        assert {chunk.meta["document_name"] for chunk in by_type["docx"]} == {"Warehouse handbook"}
+        assert sorted(chunk.meta["page_number"] for chunk in by_type["pptx"]) == [1, 3]
+        assert {chunk.meta["section"] for chunk in by_type["xlsx"]} == {"Carriers", "Contacts"}
+        carriers = [chunk for chunk in by_type["xlsx"] if chunk.meta["section"] == "Carriers"]
+        assert len(carriers) > 1 and all(
+            c.content.startswith("Carrier | Region | Lead time (days)\n") for c in carriers
+        )
+        assert [chunk.content for chunk in by_type["txt"]] == [
+            "The specification of shipping workflows is revised yearly."
+        ]
+        # source_hash is still the hash of the original bytes, not of the normalised text.
+        from components.core.document_identity import content_hash
+
+        assert by_type["txt"][0].meta["source_hash"] == content_hash((folder / "notes.txt").read_bytes())
+        assert service.index_files([folder], tenant_id="office", tags=["ops"])["chunks_written"] == 0
 
     def test_document_id_of_another_tenant_is_reported_not_written(self, service):
         before = index_checksum(service.document_store)

@@ -319,6 +319,11 @@ class TestQdrantEdgeDocumentStore:
         assert [doc.id for doc in store.bm25_retrieval("revenue")] == ["doc-1:0"]
         assert [doc.id for doc in store.embedding_retrieval(unit(1, 0, 0, 0))] == ["doc-2:0"]
 
+    def test_bm25_query_is_normalised_like_the_indexed_text(self, store):
+        store.write_documents([chunk("doc-1:0", "the specification of workflows"), chunk("doc-2:0", "cat")])
+        assert [doc.id for doc in store.bm25_retrieval("speci\ufb01cation")] == ["doc-1:0"]
+        assert [doc.id for doc in store.bm25_retrieval("ＷＯＲＫＦＬＯＷＳ")] == ["doc-1:0"]
+
     def test_own_sparse_embedding_is_stored_and_returned(self, store):
         sparse = SparseEmbedding(indices=[7, 42], values=[0.5, 1.5])
         document = Document(id="doc-1:0", content="text", meta={}, embedding=unit(1, 0, 0, 0), sparse_embedding=sparse)
