@@ -103,6 +103,11 @@ def build_exporter(environ: Mapping[str, str] | None = None):
     environ = os.environ if environ is None else environ
     protocol = (_first_set(environ, PROTOCOL_VARIABLES) or "http/protobuf").lower()
     if protocol in ("http/protobuf", "http"):
+        # requests imports these on its first request, which would be in the exporter's thread while Hayhooks
+        # iterates sys.modules to load the wrappers ("dictionary changed size during iteration" at start-up).
+        import netrc  # noqa: F401
+        import shlex  # noqa: F401
+
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         return OTLPSpanExporter()
