@@ -167,6 +167,11 @@ class BenchServer:
     def rss_now(self) -> int:
         return self._psutil.memory_info().rss
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server process has used (user + system, all threads): robust to the machine's load."""
+        times = self._psutil.cpu_times()
+        return times.user + times.system
+
     def peak_rss(self) -> int:
         """Peak resident memory: the kernel's high-water mark where it exists, else the sampled maximum."""
         sampled = max((rss for _at, rss in self.rss_samples), default=0)
@@ -336,6 +341,7 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
             idle_rss = server.rss_now()
             log(f"  healthy after {server.startup_s:.1f} s, {health.get('store', {}).get('points')} points; "
                 "HTTP and bare, alternating ...")  # fmt: skip
+            cpu_before = server.cpu_s()
             paired = run_paired(server.url, store_copy, {
                 "torch_threads": settings.torch_threads,
                 "pairs": [
@@ -345,6 +351,9 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
                      "requests": settings.rag_requests, "warmup": 5},
                 ],
             })  # fmt: skip
+            # Every request the server answered in the paired phase, warm-ups included (10 search, 5 RAG).
+            paired_requests = settings.search_requests + settings.rag_requests + 15
+            server_cpu_ms = round((server.cpu_s() - cpu_before) * 1000 / paired_requests, 2)
             log("  throughput ...")
             runs = [{"name": f"search_c{clients}", "path": "/search/run", "bodies": search_bodies, "concurrency": clients,
                      "duration_s": settings.throughput_seconds, "warmup": clients} for clients in settings.concurrency]  # fmt: skip
@@ -385,6 +394,7 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
             "rag_http_over_bare_retrieval_p50": round(rag["p50_ms"] / bare["rag_retrieval"]["p50_ms"], 2),
         },
         "throughput": throughput,
+        "server_cpu_ms_per_request": server_cpu_ms,
         "server_log": str(server.log_path),
         "server_exit_code": code,
         "torch_threads": settings.torch_threads,
@@ -456,6 +466,11 @@ def _overhead(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
     for name in ("search_http_over_bare_p50", "rag_http_over_bare_retrieval_p50"):
         figures[name] = {"off": off["ratios"][name], "on": on["ratios"][name],
                          "on_over_off": ratio(on["ratios"][name], off["ratios"][name])}  # fmt: skip
+    figures["server_cpu_ms_per_request"] = {
+        "off": off.get("server_cpu_ms_per_request"),
+        "on": on.get("server_cpu_ms_per_request"),
+        "on_over_off": ratio(on.get("server_cpu_ms_per_request"), off.get("server_cpu_ms_per_request")),
+    }
     for clients in off["throughput"]:
         a, b = off["throughput"][clients]["requests_per_s"], on["throughput"][clients]["requests_per_s"]
         figures[f"search_rps_c{clients}"] = {"off": a, "on": b, "on_over_off": ratio(b, a)}
