@@ -162,3 +162,24 @@ class OtlpReceiver:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def render_tree(spans: list[ReceivedSpan], skip: tuple[str, ...] = ("haystack.component.input_spec",
+                "haystack.component.output_spec", "haystack.component.fully_qualified_type",
+                "haystack.component.input_types")) -> str:  # fmt: skip
+    """One trace as indented text (parents before children, attributes after each name), for reading."""
+    by_parent: dict[str | None, list[ReceivedSpan]] = {}
+    ids = {span.span_id for span in spans}
+    for span in spans:
+        by_parent.setdefault(span.parent_span_id if span.parent_span_id in ids else None, []).append(span)
+    lines: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for span in by_parent.get(parent, []):
+            status = " ERROR" if span.status_code == STATUS_ERROR else ""
+            tags = ", ".join(f"{k}={v}" for k, v in span.attributes.items() if k not in skip)
+            lines.append(f"{'  ' * depth}{span.name}{status} [{tags}]")
+            walk(span.span_id, depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)
