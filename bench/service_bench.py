@@ -48,7 +48,8 @@ from bench.report import latency_summary
 REPO = Path(__file__).resolve().parent.parent
 CLIENT = Path(__file__).resolve().parent / "http_client.py"
 LOG_DIR = Path(__file__).resolve().parent / "results" / "cache" / "logs"
-_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_")  # as tests/api_server.py: a hermetic server
+# As tests/support/api_server.py: a hermetic server (the tracing run sets its own OTEL_* variables).
+_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_", "OTEL_", "HAYSTACK_CONTENT_TRACING")
 SEARCH_K = 5
 RAG_CONTEXT_CHUNKS = 5
 RAG_FETCH_TOP_K = 3 * RAG_CONTEXT_CHUNKS + 5  # query.yml: over_fetch_factor 3, tie_margin 5
