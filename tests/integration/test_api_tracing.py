@@ -213,9 +213,17 @@ class TestNoContentByDefault:
         # Every kind of request this module sends, then every span the server exported since it started.
         search, search_trace, _ = traced_post(server, "/search/run", {"query": QUERY, **IDENTITY})
         rag, rag_trace, _ = traced_post(server, "/rag/run", {"query": QUERY, **IDENTITY})
+        chat = {"model": "rag", "messages": [{"role": "user", "content": QUERY}], **IDENTITY}
+        completion, chat_trace, _ = traced_post(server, "/v1/chat/completions", chat)
+        streamed, streamed_trace, _ = traced_post(server, "/v1/chat/completions", {**chat, "stream": True})
         assert search.status_code == 200 and rag.status_code == 200
+        assert completion.status_code == 200 and streamed.status_code == 200 and "quokka" in streamed.text.lower()
         assert "quokka" in rag.json()["result"]["answer"].lower()  # the answer carries the document's text
         trace_of(receiver, search_trace, "POST /search/run")
+        for trace_id in (chat_trace, streamed_trace):
+            assert any(
+                s.name == "haystack.pipeline.run" for s in trace_of(receiver, trace_id, "POST /v1/chat/completions")
+            )
         spans = trace_of(receiver, rag_trace, "POST /rag/run") and receiver.snapshot()
         assert any(span.name == "POST /index/run" for span in spans)  # indexing was traced too
         assert len(spans) > 40
