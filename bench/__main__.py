@@ -115,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         help="serve with Haystack's own pipeline input copies (before the components.services.pipeline_copy fix)",
     )
     parser.add_argument(
+        "--tracing",
+        choices=["off", "on", "compare"],
+        default="off",
+        help="serve with OpenTelemetry tracing off (default), on (exporting to a local OTLP sink), or compare: "
+        "each size served twice, off then on, with the overhead reported",
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="also profile the in-process wrapper path (pyinstrument)"
     )
     parser.add_argument("--rebuild-corpus", action="store_true", help="rebuild the cached corpora")
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.skip_service:
         from bench.corpus import ensure_corpus
-        from bench.service_bench import ServiceSettings, run_size
+        from bench.service_bench import OtlpSink, ServiceSettings, run_size, run_tracing_comparison
 
         for size in args.sizes:
             phase(f"corpus {size}", lambda size=size: ensure_corpus(size, rebuild=args.rebuild_corpus))
@@ -157,12 +164,24 @@ def main(argv: list[str] | None = None) -> int:
             torch_threads=args.torch_threads, haystack_copy=args.haystack_copy,
         )  # fmt: skip
         report["service"] = {}
+
+        def serve_size(size: int) -> dict[str, Any]:
+            if args.tracing == "on":
+                with OtlpSink() as sink:
+                    settings.extra_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
+                    return run_size(size, settings, log=_log)
+            if args.tracing == "compare":
+                compared = run_tracing_comparison(size, settings, log=_log)
+                report.setdefault("tracing", {})[str(size)] = {
+                    key: compared[key] for key in ("exported", "overhead", "on")
+                }
+                return compared["off"]
+            return run_size(size, settings, log=_log)
+
         for size in args.sizes:
             _log(f"service, {size:,} chunks")
             try:
-                report["service"][str(size)] = phase(
-                    f"service {size}", lambda size=size: run_size(size, settings, log=_log)
-                )
+                report["service"][str(size)] = phase(f"service {size}", lambda size=size: serve_size(size))
             except Exception as error:  # report it and go on with the other phases
                 _log(f"service at {size:,} chunks failed: {error}")
                 report.setdefault("errors", {})[f"service {size}"] = str(error)[-3000:]

@@ -166,6 +166,16 @@ def markdown(report: dict[str, Any]) -> str:
             f"{fidelity['min_cosine']} over {fidelity['chunks']} sampled chunks (see bench/README.md)."
         )
         lines.append("")
+    tracing = report.get("tracing") or {}
+    if tracing:
+        lines += ["## Tracing on vs off (`--tracing compare`: the same run served twice, OTLP export to a local sink)",
+                  "", "| chunks | figure | off | on | on / off |", "|---:|---|---:|---:|---:|"]  # fmt: skip
+        for size in sorted(tracing, key=int):
+            for name, figure in tracing[size]["overhead"].items():
+                lines.append(f"| {int(size):,} | {name} | {figure['off']} | {figure['on']} | {figure['on_over_off']} |")
+            exported = tracing[size]["exported"]
+            lines.append(f"| {int(size):,} | spans exported (tracing on) | | {exported['spans']} | |")
+        lines.append("")
     store = report.get("store")
     if store:
         lines += ["## Store level (bench/store_bench.py)", "",

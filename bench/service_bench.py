@@ -48,7 +48,8 @@ from bench.report import latency_summary
 REPO = Path(__file__).resolve().parent.parent
 CLIENT = Path(__file__).resolve().parent / "http_client.py"
 LOG_DIR = Path(__file__).resolve().parent / "results" / "cache" / "logs"
-_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_")  # as tests/api_server.py: a hermetic server
+# As tests/support/api_server.py: a hermetic server (the tracing run sets its own OTEL_* variables).
+_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_", "OTEL_", "HAYSTACK_CONTENT_TRACING")
 SEARCH_K = 5
 RAG_CONTEXT_CHUNKS = 5
 RAG_FETCH_TOP_K = 3 * RAG_CONTEXT_CHUNKS + 5  # query.yml: over_fetch_factor 3, tie_margin 5
@@ -171,6 +172,11 @@ class BenchServer:
 
     def rss_now(self) -> int:
         return self._psutil.memory_info().rss
+
+    def cpu_s(self) -> float:
+        """CPU seconds the server process has used (user + system, all threads): robust to the machine's load."""
+        times = self._psutil.cpu_times()
+        return times.user + times.system
 
     def peak_rss(self) -> int:
         """Peak resident memory: the kernel's high-water mark where it exists, else the sampled maximum."""
@@ -345,6 +351,7 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
             idle_rss = server.rss_now()
             log(f"  healthy after {server.startup_s:.1f} s, {health.get('store', {}).get('points')} points; "
                 "HTTP and bare, alternating ...")  # fmt: skip
+            cpu_before = server.cpu_s()
             paired = run_paired(server.url, store_copy, {
                 "torch_threads": settings.torch_threads,
                 "pairs": [
@@ -354,6 +361,9 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
                      "requests": settings.rag_requests, "warmup": 5},
                 ],
             })  # fmt: skip
+            # Every request the server answered in the paired phase, warm-ups included (10 search, 5 RAG).
+            paired_requests = settings.search_requests + settings.rag_requests + 15
+            server_cpu_ms = round((server.cpu_s() - cpu_before) * 1000 / paired_requests, 2)
             log("  throughput ...")
             runs = [
                 {"name": f"search_c{clients}", "path": "/search/run", "bodies": search_bodies, "concurrency": clients,
@@ -380,6 +390,7 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
     }
     return {
         "size": size,
+        "tracing": "OTEL_EXPORTER_OTLP_ENDPOINT" in settings.extra_env,
         "corpus": manifest,
         "startup_s": round(server.startup_s, 2),
         "rss_mb": {
@@ -396,8 +407,103 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
             "rag_http_over_bare_retrieval_p50": round(rag["p50_ms"] / bare["rag_retrieval"]["p50_ms"], 2),
         },
         "throughput": throughput,
+        "server_cpu_ms_per_request": server_cpu_ms,
         "server_log": str(server.log_path),
         "server_exit_code": code,
         "torch_threads": settings.torch_threads,
         "fast_input_copy": not settings.haystack_copy,
     }
+
+
+class OtlpSink:
+    """
+    A local OTLP/HTTP endpoint that accepts trace exports and counts them (for the tracing-on run): the
+    server exports as it would to a collector, over loopback, and nothing is kept.
+    """
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        sink = self
+        self.exports = 0
+        self.spans = 0
+        self._lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    request = ExportTraceServiceRequest.FromString(body)
+                    spans = sum(len(scope.spans) for rs in request.resource_spans for scope in rs.scope_spans)
+                except Exception:  # a gzip body or another format: count the export, not its spans
+                    spans = 0
+                with sink._lock:
+                    sink.exports += 1
+                    sink.spans += spans
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "OtlpSink":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _overhead(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
+    """Tracing on over off: raw latency and throughput ratios, and the drift-robust ratio of HTTP/bare ratios."""
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a and b else None
+
+    figures: dict[str, Any] = {}
+    for kind in ("search", "rag"):
+        for stat in ("p50_ms", "p95_ms"):
+            a, b = off["http"][kind][stat], on["http"][kind][stat]
+            figures[f"{kind}_{stat}"] = {"off": a, "on": b, "on_over_off": ratio(b, a)}
+    for name in ("search_http_over_bare_p50", "rag_http_over_bare_retrieval_p50"):
+        figures[name] = {"off": off["ratios"][name], "on": on["ratios"][name],
+                         "on_over_off": ratio(on["ratios"][name], off["ratios"][name])}  # fmt: skip
+    figures["server_cpu_ms_per_request"] = {
+        "off": off.get("server_cpu_ms_per_request"),
+        "on": on.get("server_cpu_ms_per_request"),
+        "on_over_off": ratio(on.get("server_cpu_ms_per_request"), off.get("server_cpu_ms_per_request")),
+    }
+    for clients in off["throughput"]:
+        a, b = off["throughput"][clients]["requests_per_s"], on["throughput"][clients]["requests_per_s"]
+        figures[f"search_rps_c{clients}"] = {"off": a, "on": b, "on_over_off": ratio(b, a)}
+    return figures
+
+
+def run_tracing_comparison(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
+    """
+    The service bench twice on one corpus: tracing off (no ``OTEL_*`` endpoint, as served by default), then on
+    (``OTEL_EXPORTER_OTLP_ENDPOINT`` at a local OTLP sink, every request sampled). Returns both runs' figures and
+    ``overhead`` (on / off). The runs are sequential (one server holds the store at a time), so the HTTP/bare ratios,
+    measured alternately within each run, are the figures robust to the shared machine's load drift.
+    """
+    log("  tracing off ...")
+    off = run_size(size, settings, log=log)
+    with OtlpSink() as sink:
+        traced = ServiceSettings(**{**vars(settings), "extra_env": {
+            **settings.extra_env, "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url, "OTEL_SERVICE_NAME": "sourcebound-bench",
+            "OTEL_TRACES_SAMPLER": "always_on"}})  # fmt: skip
+        log(f"  tracing on, exporting to {sink.url} ...")
+        on = run_size(size, traced, log=log)
+        exported = {"exports": sink.exports, "spans": sink.spans}
+    return {"off": off, "on": on, "exported": exported, "overhead": _overhead(off, on)}

@@ -25,9 +25,11 @@ def serve(args: argparse.Namespace) -> int:
     from components.core.runtime import set_torch_threads
     from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import ConfigError, Settings
+    from hayhooks_app.tracing import add_trace_ids, configure_tracing
 
     try:
         settings = Settings.from_env()
+        tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -47,7 +49,8 @@ def serve(args: argparse.Namespace) -> int:
     from hayhooks_app.app import create_application
     from hayhooks_app.log_redaction import install_log_redaction
 
-    install_log_redaction()  # Hayhooks would log each request body (query text) at INFO
+    # Hayhooks would log each request body (query text) at INFO; with tracing, each line names its trace.
+    install_log_redaction(*([add_trace_ids] if tracing_on else []))
 
     app = create_application(settings)
     print(

@@ -49,6 +49,7 @@ from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.schemas import IndexResult, UploadForm
 from hayhooks_app.service import ServiceContainer, configure
+from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer) -> None:
             finally:
                 pruning.cancel()
         container.close()
+        shutdown_tracing()
 
     app.router.lifespan_context = lifespan
 
@@ -294,6 +296,8 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     # The YAML files read the data dir through ${SOURCEBOUND_DATA_DIR}; give them the resolved one.
     os.environ["SOURCEBOUND_DATA_DIR"] = str(settings.data_dir)
     configure_hayhooks(settings)
+    # Before Hayhooks builds its app: it then finds Haystack's tracer set and does not install its own.
+    tracing_on = configure_tracing() is not None
     container = configure(settings)
 
     from hayhooks import create_app
@@ -311,6 +315,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
+    instrument_app(app, enabled=tracing_on)
     _extend_lifespan(app, container)
     app.state.sourcebound = container
     return app

@@ -16,6 +16,7 @@ install_log_redaction()  # once, before serving (python -m hayhooks_app serve do
 ```
 """
 
+from collections.abc import Callable
 from typing import Any
 
 # The `extra` keys Hayhooks binds request content to.
@@ -29,8 +30,22 @@ def redact_record(record: dict[str, Any]) -> None:
         extra.pop(key, None)
 
 
-def install_log_redaction() -> None:
-    """Make the Hayhooks (loguru) logger drop request content from every record."""
+def install_log_redaction(*patchers: Callable[[dict[str, Any]], None]) -> None:
+    """
+    Make the Hayhooks (loguru) logger drop request content from every record.
+
+    :param patchers: Further loguru patchers run after the redaction (loguru keeps one patcher, so they share it),
+        e.g. ``hayhooks_app.tracing.add_trace_ids``.
+    """
     from hayhooks.server.logger import log
 
-    log.configure(patcher=redact_record)
+    if not patchers:
+        log.configure(patcher=redact_record)
+        return
+
+    def patch(record: dict[str, Any]) -> None:
+        redact_record(record)
+        for patcher in patchers:
+            patcher(record)
+
+    log.configure(patcher=patch)

@@ -36,6 +36,7 @@ from urllib.request import urlopen
 from haystack import Pipeline
 from pydantic import BaseModel
 
+from components.core.span_tags import tag_span
 from components.services import document_lifecycle
 from components.services.pipeline_loader import load_pipeline
 from hayhooks_app.config import Settings, service_version
@@ -249,6 +250,15 @@ class ServiceContainer:
         self._log_query(
             endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens
         )
+        # The request's summary on Hayhooks' pipeline-run span (each component tags its own counts).
+        tag_span(
+            {
+                "sourcebound.tenant_id": identity.tenant_id,
+                "sourcebound.search_mode": result.get("search_mode") or mode,
+                "sourcebound.results": count,
+                "sourcebound.tokens.context": tokens,
+            }
+        )
         return result
 
     def rag(self, request: dict[str, Any], identity: Identity, endpoint: str = "rag") -> dict[str, Any]:
@@ -279,6 +289,17 @@ class ServiceContainer:
             endpoint, payload, identity, latency_ms, search_mode="hybrid", model=result.get("model_used"),
             result_count=count, tokens_used=tokens, action=action, confidence=confidence,
         )  # fmt: skip
+        tag_span(
+            {
+                "sourcebound.tenant_id": identity.tenant_id,
+                "sourcebound.search_mode": "hybrid",
+                "sourcebound.model": result.get("model_used"),
+                "sourcebound.context_chunks": count,
+                "sourcebound.tokens.context": tokens,
+                "sourcebound.action": action,
+                "sourcebound.confidence": confidence,
+            }
+        )
         return result
 
     # ------------------------------------------------------------------ index changes

@@ -18,6 +18,7 @@ from typing import Any
 from haystack import component
 
 from components.core.access_rule import RequestOptionDefaults
+from components.core.span_tags import tag_span
 
 logger = logging.getLogger(__name__)
 
@@ -56,4 +57,5 @@ class AccessFilterBuilder(RequestOptionDefaults):
         :raises ValueError: On a missing tenant or tags, or an option other than the two booleans.
         """
         rule = self.request_rule(tenant_id, user_tags, user_id, project_id, filters)
+        tag_span({"sourcebound.tenant_id": rule.tenant_id, "sourcebound.user_tags": len(user_tags)})
         return {"filters": rule.to_filters(), "access": rule.as_dict()}

@@ -24,6 +24,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import SearchResponse
 from components.core.prompts import CONTEXT_CHUNK_TEMPLATE, format_chunk, validate_chunk_template
+from components.core.span_tags import tag_span
 from components.core.text_analysis import (
     chunk_index_of,
     count_tokens,
@@ -138,5 +139,12 @@ class SearchResultsBuilder:
                 "keyword_results": sum(1 for sides in found_by if "keyword" in sides),
                 "latency_ms": round(float(latency_ms), 3),
             },
+        )
+        tag_span(
+            {
+                "sourcebound.results": len(documents),
+                "sourcebound.tokens.context": tokens,
+                "sourcebound.search_mode": search_mode,
+            }
         )
         return {"response": response.model_dump(mode="json")}

@@ -32,6 +32,7 @@ from haystack.dataclasses import ChatMessage
 from components.core.model_allowlist import DEFAULT_MODEL_ALLOWLIST, resolve_model, validate_allowlist
 from components.core.models import QueryType
 from components.core.prompts import QUERY_CLASSIFIER_PROMPT, validate_template
+from components.core.span_tags import tag_span
 from components.core.text_analysis import content_words, words
 from components.generators.ollama_chat import OllamaChat, strip_thinking, validate_ollama_settings
 
@@ -173,6 +174,7 @@ class QueryClassifier:
             previous = last_user_turn(chat_history)
             if previous and previous != query.strip():
                 retrieval_query = f"{previous} {query}"
+        tag_span({"sourcebound.query_type": query_type.value})
         return {"query_type": query_type.value, "retrieval_query": retrieval_query}
 
     def _from_reply(self, reply: str, query: str, chat_history: list[dict[str, Any]] | None) -> QueryType:

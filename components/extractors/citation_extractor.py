@@ -25,6 +25,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.span_tags import tag_span
 from components.core.text_analysis import (
     SOURCE_ID_PATTERN,
     chunk_index_of,
@@ -123,6 +124,13 @@ class CitationExtractor:
         sentences = answer_sentences(answer)
         all_cited = bool(sentences) and all(
             any(source_id in by_source_id for source_id in find_source_ids(sentence)) for sentence in sentences
+        )
+        tag_span(
+            {
+                "sourcebound.citations": len(citations),
+                "sourcebound.citations.unknown": len(unknown),
+                "sourcebound.all_sentences_cited": all_cited,
+            }
         )
         return {
             "citations": list(citations.values()),

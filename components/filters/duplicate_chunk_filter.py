@@ -12,6 +12,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.span_tags import documents_in_out, tag_span
 from components.core.text_analysis import jaccard, jaccard_bound, shingles
 
 
@@ -71,4 +72,5 @@ class DuplicateChunkFilter:
                 continue
             kept.append(document)
             kept_shingles.append(current)
+        tag_span(documents_in_out(documents, kept), {"sourcebound.documents.dropped": len(documents) - len(kept)})
         return {"documents": kept, "dropped": len(documents) - len(kept)}

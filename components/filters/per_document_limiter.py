@@ -9,6 +9,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.span_tags import documents_in_out, tag_span
 from components.core.text_analysis import document_id_of
 
 
@@ -64,4 +65,5 @@ class PerDocumentLimiter:
             kept.append(document)
             if len(kept) == limit:
                 break
+        tag_span(documents_in_out(documents, kept), {"sourcebound.top_k": limit})
         return {"documents": kept}

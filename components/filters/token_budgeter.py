@@ -41,6 +41,7 @@ from components.core.prompts import (
     render_history,
     validate_rag_templates,
 )
+from components.core.span_tags import documents_in_out, tag_span
 from components.core.text_analysis import count_tokens, validate_encoding
 
 logger = logging.getLogger(__name__)
@@ -237,6 +238,18 @@ class TokenBudgeter:
             "context_tokens": context_tokens,
             "context_chunks_dropped": len(documents) - len(kept_documents),
         }
+        tag_span(
+            documents_in_out(documents, kept_documents),
+            {
+                "sourcebound.model": model_name,
+                "sourcebound.tokens.context": context_tokens,
+                "sourcebound.tokens.context_budget": context_budget,
+                "sourcebound.tokens.query": query_tokens,
+                "sourcebound.tokens.system": system_tokens,
+                "sourcebound.tokens.history": history_tokens,
+                "sourcebound.history.dropped": len(history) - len(kept_history),
+            },
+        )
         return {
             "documents": kept_documents,
             "chat_history": kept_history,

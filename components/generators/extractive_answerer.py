@@ -34,6 +34,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.span_tags import DOCUMENTS_IN, tag_span
 from components.core.text_analysis import content_words, source_id_marker, source_id_of, split_sentences, words
 
 EXTRACTIVE_MODEL_NAME = "extractive"
@@ -176,6 +177,9 @@ class ExtractiveAnswerer:
             )
         started = time.perf_counter()
         answer = self.answer(query, documents)
+        tag_span(
+            {"sourcebound.model": self.model_name, "sourcebound.llm_called": False}, {DOCUMENTS_IN: len(documents)}
+        )
         return {
             "answer": answer,
             "model_used": self.model_name,

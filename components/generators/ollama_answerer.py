@@ -21,6 +21,7 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.core.model_allowlist import allowlist_with_default, resolve_model
+from components.core.span_tags import tag_span
 from components.generators.ollama_chat import OllamaChat, validate_ollama_settings
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ class OllamaAnswerer:
         if self.check_availability:
             self._chat.ensure_available(name)
         answer, elapsed = self._chat.chat(name, messages, options, streaming_callback)
+        _tag_generation(name, options)
         return {"answer": answer, "model_used": name, "generation_time_ms": elapsed}
 
     @component.output_types(answer=str, model_used=str, generation_time_ms=float)
@@ -150,4 +152,16 @@ class OllamaAnswerer:
         if self.check_availability:
             await self._chat.ensure_available_async(name)
         answer, elapsed = await self._chat.chat_async(name, messages, options, streaming_callback)
+        _tag_generation(name, options)
         return {"answer": answer, "model_used": name, "generation_time_ms": elapsed}
+
+
+def _tag_generation(model: str, options: dict[str, Any]) -> None:
+    tag_span(
+        {
+            "sourcebound.model": model,
+            "sourcebound.llm_called": True,
+            "sourcebound.tokens.num_ctx": options["num_ctx"],
+            "sourcebound.tokens.max_response": options["num_predict"],
+        }
+    )

@@ -30,6 +30,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ContextError
 from components.core.models import search_mode_name
+from components.core.span_tags import documents_in_out, tag_span
 from components.scorers.dense_similarity_scorer import cosine_similarity, deterministic_order
 
 
@@ -91,6 +92,7 @@ class SearchModeSelector:
         if selected is None:
             raise ContextError(f"{mode} search got no results from its retriever; connect one to `{mode}_documents`.")
         if not selected:
+            tag_span(documents_in_out(selected, []), {"sourcebound.search_mode": mode})
             return {"documents": [], "search_mode": mode}
         if any(doc.embedding is None for doc in selected):
             raise ContextError(f"The {mode} results lack embeddings; set `return_embedding: true` on its retriever.")
@@ -100,6 +102,7 @@ class SearchModeSelector:
         )
         ordered = deterministic_order(selected, [float(value) for value in similarities])[:limit]
         documents = [replace(doc, meta={**doc.meta, "retrieved_by": _sources(doc, mode)}) for doc, _ in ordered]
+        tag_span(documents_in_out(selected, documents), {"sourcebound.search_mode": mode})
         return {"documents": documents, "search_mode": mode}
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from components.core.models import SearchMode, search_mode_name
+from components.core.span_tags import tag_span
 
 
 @component
@@ -58,6 +59,7 @@ class SearchModeRouter:
         :raises ValueError: On an unknown mode.
         """
         mode = search_mode_name(self.default_mode if search_mode is None else search_mode)
+        tag_span({"sourcebound.search_mode": mode})
         if mode == SearchMode.VECTOR.value:
             return {"vector_embedding": query_embedding, "search_mode": mode}
         if mode == SearchMode.KEYWORD.value:

@@ -30,6 +30,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.span_tags import tag_span
 from components.core.tag_directory import TagDirectory
 
 logger = logging.getLogger(__name__)
@@ -169,6 +170,14 @@ class TagRouter:
         :returns: ``action`` (``CITE``/``ROUTE``), ``route_to`` (``None`` for CITE) and ``grounded``.
         """
         reason = self.decide(confidence, documents, citations)
+        tag_span(
+            {
+                "sourcebound.action": "CITE" if reason is None else "ROUTE",
+                "sourcebound.confidence": confidence.get("overall"),
+                "sourcebound.citations": len(citations),
+                "sourcebound.route_reason": reason,
+            }
+        )
         if reason is None:
             return {"action": "CITE", "route_to": None, "grounded": bool(all_sentences_cited)}
         return {

@@ -25,6 +25,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ContextError
+from components.core.span_tags import documents_in_out, tag_span
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ class DenseSimilarityScorer:
         :raises ContextError: If a candidate has no embedding or its dimension differs from the query's.
         """
         if not documents:
+            tag_span(documents_in_out(documents, []))
             return {"documents": [], "dropped": 0}
         missing = [doc.id for doc in documents if doc.embedding is None]
         if missing:
@@ -136,4 +138,8 @@ class DenseSimilarityScorer:
             logger.debug(
                 "Dropped %d of %d candidates below similarity %.2f.", dropped, len(documents), self.min_similarity
             )
+        tag_span(
+            documents_in_out(documents, kept),
+            {"sourcebound.documents.dropped": dropped, "sourcebound.min_similarity": self.min_similarity},
+        )
         return {"documents": kept, "dropped": dropped}

@@ -24,6 +24,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.span_tags import tag_span
 from components.core.text_analysis import key_phrases, phrase_index, strip_source_ids, words
 
 
@@ -117,9 +118,18 @@ class HybridConfidenceScorer:
         coverage = 0.0 if self.is_insufficient(answer) else coverage_score(answer, context)
         if llm_score is not None and not (isinstance(llm_score, int) and 0 <= llm_score <= 100):
             raise ValueError(f"llm_score must be an integer 0-100 or None, got {llm_score!r}.")
+        overall = self.combine(retrieval, coverage, llm_score)
+        tag_span(
+            {
+                "sourcebound.confidence": overall,
+                "sourcebound.confidence.retrieval": round(retrieval, 6),
+                "sourcebound.confidence.coverage": round(coverage, 6),
+                "sourcebound.confidence.llm": llm_score,
+            }
+        )
         return {
             "confidence": {
-                "overall": self.combine(retrieval, coverage, llm_score),
+                "overall": overall,
                 "retrieval_score": round(retrieval, 6),
                 "coverage_score": round(coverage, 6),
                 "llm_score": llm_score,

@@ -14,6 +14,7 @@ from typing import Any
 from haystack import Document, component
 
 from components.core.access_rule import RequestOptionDefaults
+from components.core.span_tags import documents_in_out, tag_span
 
 logger = logging.getLogger(__name__)
 
@@ -67,4 +68,8 @@ class AccessGuard(RequestOptionDefaults):
                 rule.tenant_id,
                 reason,
             )
+        tag_span(
+            documents_in_out(documents, visible),
+            {"sourcebound.tenant_id": rule.tenant_id, "sourcebound.access.violations": violations},
+        )
         return {"documents": visible, "violations": violations}

@@ -63,6 +63,12 @@ class TestHealth:
             key: value for key, value in health["generator"].items() if key not in {"backend", "model", "reachable"}
         }
 
+    def test_untraced_without_an_otlp_endpoint(self, http):
+        # No OTEL_EXPORTER_OTLP_ENDPOINT: no tracing middleware, so no trace headers (docs/operations.md, "Tracing").
+        response = http.post("/search/run", json={"query": MEAL, **ACME, "k": 1})
+        assert response.status_code == 200 and response.headers["x-request-id"]
+        assert "traceresponse" not in response.headers and "x-trace-id" not in response.headers
+
     def test_status_lists_the_wrappers(self, http):
         assert {"index", "search", "rag", "invalidate", "delete_tenant", "flags"} <= set(
             http.get("/status").json()["pipelines"]

@@ -4,7 +4,8 @@ The real API server as a subprocess, for the HTTP integration tests (``tests/tes
 ``ApiServer`` runs ``python -m hayhooks_app serve`` (what ``make serve`` runs) on a free
 loopback port with its own data dir, waits until ``GET /health`` answers, and stops it with
 SIGTERM (SIGKILL after a grace period). The environment is hermetic: inherited
-``SOURCEBOUND_*``, ``RAG_*``, ``HAYHOOKS_*``, ``OLLAMA_*`` and ``CHAT_MODEL`` variables are dropped
+``SOURCEBOUND_*``, ``RAG_*``, ``HAYHOOKS_*``, ``OLLAMA_*``, ``OTEL_*`` (tracing), ``CHAT_MODEL`` and
+``HAYSTACK_CONTENT_TRACING_ENABLED`` variables are dropped
 and only the test's own are set. The server log is kept in the data dir and its tail is shown
 when the server fails to start.
 
@@ -28,7 +29,7 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_")
+_DROPPED_PREFIXES = ("SOURCEBOUND_", "RAG_", "HAYHOOKS_", "OLLAMA_", "OTEL_", "HAYSTACK_CONTENT_TRACING")
 START_TIMEOUT_S = float(os.environ.get("SOURCEBOUND_TEST_SERVER_START_TIMEOUT", "240"))
 
 

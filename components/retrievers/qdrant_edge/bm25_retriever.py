@@ -5,6 +5,7 @@ from typing import Any
 
 from haystack import Document, component
 
+from components.core.span_tags import tag_span
 from components.retrievers.qdrant_edge.retriever_support import QdrantEdgeRetrieverBase
 
 
@@ -52,6 +53,7 @@ class QdrantEdgeBM25Retriever(QdrantEdgeRetrieverBase):
         documents = self.document_store.bm25_retrieval(
             query=query, **self._search_arguments(filters, top_k, return_embedding)
         )
+        tag_span({"sourcebound.documents.out": len(documents)})
         return {"documents": documents}
 
     @component.output_types(documents=list[Document])

@@ -6,6 +6,7 @@ from typing import Any
 from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 
+from components.core.span_tags import tag_span
 from components.document_stores.qdrant_edge.document_store import DEFAULT_RRF_K, QdrantEdgeDocumentStore
 from components.retrievers.qdrant_edge.retriever_support import QdrantEdgeRetrieverBase
 
@@ -100,6 +101,7 @@ class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
             report_sources=self.report_sources,
             **self._search_arguments(filters, top_k, return_embedding),
         )
+        tag_span({"sourcebound.documents.out": len(documents)})
         return {"documents": documents}
 
     @component.output_types(documents=list[Document])

@@ -70,6 +70,18 @@ class TestComposeFile:
         assert env["HAYHOOKS_HOST"] == "0.0.0.0"
         assert "api_key" in env["SOURCEBOUND_AUTH_MODE"]
 
+    def test_jaeger_receives_the_apps_traces(self):
+        jaeger = SERVICES["jaeger"]
+        assert jaeger["image"].startswith("jaegertracing/all-in-one:")
+        assert jaeger["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
+        assert "127.0.0.1:16686:16686" in jaeger["ports"]  # the UI, on loopback only
+        env = _container_env("app")
+        # OTLP/HTTP on Jaeger's port 4318 (the exporter appends /v1/traces), unless the operator overrides it.
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT-http://jaeger:4318}"
+        assert "sourcebound" in env["OTEL_SERVICE_NAME"]
+        assert env["HAYSTACK_CONTENT_TRACING_ENABLED"].endswith(":-false}")  # no content unless switched on
+        assert SERVICES["app"]["depends_on"]["jaeger"]["condition"] == "service_started"
+
     def test_app_mounts_the_server_profile(self):
         env = _container_env("app")
         (mount,) = [v for v in SERVICES["app"]["volumes"] if v.startswith("./pipelines/profiles/server")]
