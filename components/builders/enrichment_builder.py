@@ -18,15 +18,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import EnrichResponse
 from components.core.prompts import CONTEXT_CHUNK_TEMPLATE, render_context, validate_chunk_template
-from components.core.text_analysis import chunk_index_of, document_id_of, optional_int, source_id_of
-
-
-def _url(meta: dict[str, Any]) -> str | None:
-    # Only web links: a server-side file path is no use to the caller and says where the data lives.
-    uri = meta.get("source_uri")
-    if isinstance(uri, str) and uri.lower().startswith(("http://", "https://")):
-        return uri
-    return None
+from components.core.text_analysis import chunk_index_of, document_id_of, optional_int, source_id_of, source_url_of
 
 
 @component
@@ -87,7 +79,7 @@ class EnrichmentBuilder:
             "document_id": document_id_of(document),
             "document_name": meta.get("document_name") or document_id_of(document),
             "chunk_index": chunk_index_of(document),
-            "url": _url(meta),
+            "url": source_url_of(document),
             "page_number": optional_int(meta.get("page_number")),
             "section": section if isinstance(section, str) and section else None,
             "score": float(document.score) if document.score is not None else 0.0,

@@ -185,6 +185,7 @@ class Citation(BaseModel):
     document_id: str
     document_name: str
     chunk_index: int
+    url: str | None = None
     page_number: int | None = None
     section: str | None = None
     relevance_score: float = Field(ge=0.0, le=1.0)
@@ -224,6 +225,7 @@ class SearchResult(BaseModel):
     document_id: str
     document_name: str
     chunk_index: int
+    url: str | None = None
     score: float
     snippet: str
     tags: list[str]
