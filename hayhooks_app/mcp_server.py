@@ -167,6 +167,8 @@ async def run_tool(registry: Any, name: str, arguments: dict[str, Any] | None, h
     wrapper = registry.get(tool.wrapper)
     if wrapper is None:
         raise ToolCallError(f"503 service_unavailable: the {tool.wrapper!r} pipeline is not deployed yet.")
+    # The tool name only: arguments hold user text and identities, which the log never records.
+    logger.info("Running MCP tool '%s' (pipeline '%s').", name, tool.wrapper)
     try:
         return await run_in_threadpool(lambda: wrapper.run_api(headers=headers, **arguments))
     except HTTPException as error:

@@ -191,6 +191,12 @@ class TestMcpBadArguments:
             expected = f"{response.status_code} {body['error']}: {body['message']}"
             assert error_text(call_tool(server.url, "enrich_message", arguments)) == expected
 
+    def test_server_log_names_the_tool_call_but_not_its_arguments(self, server):
+        marker = "zanzibar quokka enrichment"  # a message no other test sends
+        tool(server, "enrich_message", {"message": marker, **ACME})
+        log = server.log_path.read_text(encoding="utf-8", errors="replace")
+        assert "Running MCP tool 'enrich_message' (pipeline 'enrich')" in log and marker not in log
+
     def test_server_still_serves_after_bad_calls(self, server):
         assert server.client.get("/health").json()["status"] == "healthy"
         assert tool(server, "enrich_message", {"message": LEAVE, **ACME}).structuredContent["sources"]
