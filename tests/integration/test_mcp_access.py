@@ -138,6 +138,14 @@ class TestKeyIsTheIdentity:
             assert shown and all(visible(document_id, grant) for document_id in shown), name
         assert error_text(call_tool(server.url, "enrich_message", arguments, transport="sse")).startswith("401")
 
+    def test_rag_enrich_takes_the_key_too(self, server):
+        body = {"message": TOPICS[0], "tenant_id": "globex"}
+        assert server.client.post("/rag/enrich", json=body).status_code == 401
+        assert server.client.post("/rag/enrich", json=body, headers=bearer(server.keys["acme"])).status_code == 403
+        response = server.client.post("/rag/enrich", json={"message": TOPICS[0]}, headers=bearer(server.keys["acme"]))
+        shown = returned_documents("enrich_message", response.json()["result"])
+        assert shown and all(visible(document_id, GRANTS["acme"]) for document_id in shown)
+
     def test_listing_the_tools_needs_no_key_and_shows_no_data(self, server):
         assert {tool.name for tool in list_tools(server.url)} == set(TOOLS)
 
