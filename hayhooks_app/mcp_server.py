@@ -145,7 +145,9 @@ def check_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> BaseModel:
         message = describe_validation_errors(error.errors(), allowed_fields(tool.model))
         raise ToolCallError(f"422 validation_error: {message}") from error
     except (TypeError, ValueError) as error:  # not JSON-serialisable, or too deeply nested
-        raise ToolCallError(f"422 validation_error: the arguments are not a JSON object this tool takes ({error}).")
+        raise ToolCallError(
+            f"422 validation_error: the arguments are not a JSON object this tool takes ({error})."
+        ) from error
 
 
 async def run_tool(registry: Any, name: str, arguments: dict[str, Any] | None, headers: Any) -> dict[str, Any]:
