@@ -3,10 +3,14 @@ The Hayhooks application: Hayhooks' FastAPI app with our PipelineWrappers, plus 
 ``/metrics``, the multipart upload route, JSON errors and the request guard.
 
 Hayhooks deploys the wrappers in ``hayhooks_app/pipelines/`` (one folder each: ``index``,
-``search``, ``rag``, ``invalidate``, ``delete_tenant``, ``flags``) at start-up, sequentially,
-as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``.
+``search``, ``rag``, ``enrich``, ``invalidate``, ``delete_tenant``, ``flags``) at start-up, sequentially,
+as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``, the ``enrich``
+wrapper also ``POST /rag/enrich``.
 Every wrapper shares one ``ServiceContainer`` (one set of pipelines loaded from YAML, one
 store, one records database).
+
+The search, enrich and rag wrappers are also MCP tools at ``/mcp`` (Streamable HTTP) and ``/sse``
+on the same port (``hayhooks_app.mcp_server``), with the identity taken as on REST.
 
 Start-up order (the lifespan): build the container (load and warm the YAML pipelines; a store
 held by another process fails here, naming the path) -> Hayhooks deploys the wrappers -> check
@@ -45,9 +49,10 @@ from pydantic import ValidationError
 
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
-from hayhooks_app.schemas import IndexResult, UploadForm
+from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
 from hayhooks_app.service import ServiceContainer, configure
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 
@@ -122,13 +127,13 @@ async def _prune_periodically(container: ServiceContainer) -> None:
             logger.exception("Pruning the records failed.")
 
 
-def _extend_lifespan(app: FastAPI, container: ServiceContainer) -> None:
+def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app) -> None:
     hayhooks_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await run_in_threadpool(container.build)
-        async with hayhooks_lifespan(app):
+        async with hayhooks_lifespan(app), mcp_app.router.lifespan_context(mcp_app):
             _check_deployed(app)
             from hayhooks_app.bootstrap import bootstrap
 
@@ -199,6 +204,14 @@ def _routes(container: ServiceContainer) -> APIRouter:
         )
         result = await _index_uploads(container, files, form, key_id)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
+
+    @router.post("/rag/enrich", tags=["pipelines"], summary="Context for a message (alias of POST /enrich/run)")
+    async def rag_enrich(request: Request, body: EnrichRequestBody) -> dict:
+        # The specification's name for the enrich route: the same wrapper, identity and filter as /enrich/run.
+        wrapper = request.app.state.pipeline_registry.get("enrich")
+        fields = body.model_dump(exclude_none=True)
+        result = await run_in_threadpool(lambda: wrapper.run_api(headers=request.headers, **fields))
+        return {"result": result}
 
     @router.get("/v1/models", tags=["openai"], summary="Models served for chat completions")
     @router.get("/models", tags=["openai"], include_in_schema=False)
@@ -311,11 +324,14 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(_routes(container))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
+    # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).
+    mcp_app = create_mcp_app(app.state.pipeline_registry)
+    mount_mcp(app, mcp_app)
     _mount_web_page(app)
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
     instrument_app(app, enabled=tracing_on)
-    _extend_lifespan(app, container)
+    _extend_lifespan(app, container, mcp_app)
     app.state.sourcebound = container
     return app

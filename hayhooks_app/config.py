@@ -31,7 +31,7 @@ AUTH_MODES = ("trusted", "api_key")
 QUERY_LOG_TEXT_MODES = ("full", "hash")
 
 # The Hayhooks wrappers this application deploys: name -> what it serves.
-EXPECTED_PIPELINES = ("delete_tenant", "flags", "index", "invalidate", "rag", "search")
+EXPECTED_PIPELINES = ("delete_tenant", "enrich", "flags", "index", "invalidate", "rag", "search")
 
 
 class ConfigError(SourceboundError, ValueError):
@@ -111,6 +111,7 @@ class Settings:
     :param indexing_pipeline: Pipeline name or YAML path for indexing.
     :param search_pipeline: Pipeline name or YAML path for retrieval only.
     :param rag_pipeline: Pipeline name or YAML path for answers (``query`` or ``query_ollama``).
+    :param enrich_pipeline: Pipeline name or YAML path for enrichment (context without an answer).
     :param query_log_text: ``full`` stores query text in the query log, ``hash`` stores only a keyed hash.
     :param records_retention_days: Records older than this are pruned (0 keeps them forever).
     :param records_prune_interval_s: How often pruning runs while serving.
@@ -127,6 +128,7 @@ class Settings:
     indexing_pipeline: str = "indexing"
     search_pipeline: str = "search"
     rag_pipeline: str = "query"
+    enrich_pipeline: str = "enrich"
     query_log_text: str = "full"
     records_retention_days: int = 30
     records_prune_interval_s: int = 3600
@@ -148,6 +150,7 @@ class Settings:
             indexing_pipeline=os.environ.get("SOURCEBOUND_INDEXING_PIPELINE", "").strip() or "indexing",
             search_pipeline=os.environ.get("SOURCEBOUND_SEARCH_PIPELINE", "").strip() or "search",
             rag_pipeline=os.environ.get("SOURCEBOUND_RAG_PIPELINE", "").strip() or "query",
+            enrich_pipeline=os.environ.get("SOURCEBOUND_ENRICH_PIPELINE", "").strip() or "enrich",
             query_log_text=_env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
             records_retention_days=_env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
             records_prune_interval_s=_env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),

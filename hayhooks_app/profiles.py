@@ -33,7 +33,7 @@ import yaml
 from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
-PROFILE_SOURCES = ("indexing", "search", "query", "query_ollama")
+PROFILE_SOURCES = ("indexing", "search", "query", "query_ollama", "enrich")
 
 EDGE_STORE = "components.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore"
 EDGE_RETRIEVERS = "components.retrievers.qdrant_edge"

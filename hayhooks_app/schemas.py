@@ -111,6 +111,18 @@ class RAGRequestBody(_ApiIdentityFields, query_models.RAGRequest):
     filters: SearchFilters | None = None
 
 
+class EnrichRequestBody(_ApiIdentityFields, query_models.EnrichRequest):
+    """``POST /enrich/run`` (also ``POST /rag/enrich``): context for a message, no answer."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tenant_id: Identifier | None = Field(
+        None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
+    )
+    user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
+    filters: SearchFilters | None = None
+
+
 HistoryMessage = query_models.ChatMessage
 
 
@@ -326,6 +338,8 @@ class ChatCompletionRequest(StrictModel):
 # Descriptions of the query side's fields, for the OpenAPI schema (its models carry none).
 FIELD_DESCRIPTIONS = {
     "query": "The question or search text (not blank, at most 4000 characters).",
+    "message": "The user's message to find context for (not blank, at most 4000 characters); returned unchanged.",
+    "top_k": "Context chunks to return, 1..20 (default RAG_TOTAL_CONTEXT_CHUNKS).",
     "user_id": "Requester's user id (sees user-scoped documents; must match the key in api_key mode).",
     "project_id": "Requester's project (sees project-scoped documents).",
     "filters": "Only verified_only / exclude_tainted (default false / true); the access filter is built server-side.",
@@ -343,6 +357,8 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "/index/run": IndexRequest,
     "/search/run": SearchRequest,
     "/rag/run": RAGRequestBody,
+    "/enrich/run": EnrichRequestBody,
+    "/rag/enrich": EnrichRequestBody,
     "/invalidate/run": InvalidateRequest,
     "/delete_tenant/run": DeleteTenantRequest,
     "/flags/run": FlagsRequest,

@@ -47,7 +47,7 @@ from hayhooks_app.records import RecordStore
 
 logger = logging.getLogger(__name__)
 
-PIPELINE_KINDS = ("indexing", "search", "rag")
+PIPELINE_KINDS = ("indexing", "search", "rag", "enrich")
 
 
 def find_component(pipeline: Pipeline, predicate: Callable[[Any], bool]) -> Any | None:
@@ -96,6 +96,7 @@ class ServiceContainer:
         self._pipelines: dict[str, Pipeline] = {}
         self._indexing = None
         self._queries = None
+        self._enrichment = None
         self._records: RecordStore | None = None
         self._keys: ApiKeyStore | None = None
         self.started_at = time.time()
@@ -108,7 +109,7 @@ class ServiceContainer:
         return getattr(self.settings, f"{kind}_pipeline")
 
     def pipeline(self, kind: str) -> Pipeline:
-        """The loaded, warmed-up pipeline of a kind (``indexing``, ``search`` or ``rag``)."""
+        """The loaded, warmed-up pipeline of a kind (``indexing``, ``search``, ``rag`` or ``enrich``)."""
         pipeline = self._pipelines.get(kind)
         if pipeline is not None:
             return pipeline
@@ -151,6 +152,17 @@ class ServiceContainer:
         return self._queries
 
     @property
+    def enrichment(self):
+        """The ``EnrichmentService`` over the enrichment pipeline."""
+        if self._enrichment is None:
+            with self._lock:
+                if self._enrichment is None:
+                    from components.services.enrichment_service import EnrichmentService
+
+                    self._enrichment = EnrichmentService(self.pipeline("enrich"))
+        return self._enrichment
+
+    @property
     def store(self) -> Any:
         """The document store (the indexing pipeline's; every pipeline shares its shard)."""
         store = find_document_store(self.pipeline("indexing"))
@@ -188,7 +200,7 @@ class ServiceContainer:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         for kind in PIPELINE_KINDS:
             self.pipeline(kind)
-        _ = self.indexing, self.queries, self.records, self.keys
+        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
         metrics.track_index_size(self.store.count_documents)
         return self
 
@@ -299,6 +311,29 @@ class ServiceContainer:
                 "sourcebound.action": action,
                 "sourcebound.confidence": confidence,
             }
+        )
+        return result
+
+    def enrich(self, request: dict[str, Any], identity: Identity, endpoint: str = "enrich") -> dict[str, Any]:
+        """Context for a message, no answer; records latency, chunks and tokens used."""
+        payload = self._with_identity(request, identity)
+        logged = {"query": payload.get("message", "")}  # the query log's text column holds the message
+        started = time.perf_counter()
+        try:
+            result = as_dict(self.enrichment.enrich(payload))
+        except Exception as error:
+            latency_ms = (time.perf_counter() - started) * 1000
+            metrics.queries.labels(endpoint, _outcome(error)).inc()
+            self._log_query(endpoint, logged, identity, latency_ms, search_mode="hybrid", outcome=_outcome(error))
+            raise
+        latency_ms = (time.perf_counter() - started) * 1000
+        count, tokens = int(result.get("context_chunks_used") or 0), int(result.get("tokens_used") or 0)
+        metrics.query_latency.labels(endpoint, "hybrid").observe(latency_ms / 1000)
+        metrics.query_results.labels(endpoint, "hybrid").observe(count)
+        metrics.query_tokens.labels(endpoint).observe(tokens)
+        metrics.queries.labels(endpoint, "ok").inc()
+        self._log_query(
+            endpoint, logged, identity, latency_ms, search_mode="hybrid", result_count=count, tokens_used=tokens
         )
         return result
 

@@ -44,7 +44,8 @@ class ServiceWrapper(BasePipelineWrapper):
     """
 
     pipeline_kind = "indexing"
-    # Tools for agents go through our strict HTTP API, not Hayhooks' MCP/A2A side doors.
+    # Hayhooks' own MCP/A2A servers would call wrappers without the request headers (no api_key identity);
+    # agents get MCP tools from hayhooks_app.mcp_server, which passes them.
     skip_mcp = True
     skip_a2a = True
 

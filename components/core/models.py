@@ -185,6 +185,7 @@ class Citation(BaseModel):
     document_id: str
     document_name: str
     chunk_index: int
+    url: str | None = None
     page_number: int | None = None
     section: str | None = None
     relevance_score: float = Field(ge=0.0, le=1.0)
@@ -224,6 +225,7 @@ class SearchResult(BaseModel):
     document_id: str
     document_name: str
     chunk_index: int
+    url: str | None = None
     score: float
     snippet: str
     tags: list[str]
@@ -247,11 +249,81 @@ class SearchResponse(BaseModel):
     metadata: SearchMetadata
 
 
+class EnrichRequest(BaseModel):
+    """
+    Input for enrichment: context for a message another service will send to its own model.
+
+    The message is used for retrieval as given and returned unchanged (docs/contract.md, "Enrichment"):
+    enrichment adds optional context, it never rewrites the user's input. ``top_k`` defaults to the
+    pipeline's ``RAG_TOTAL_CONTEXT_CHUNKS``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(max_length=MAX_QUERY_CHARS)
+    tenant_id: Identifier
+    user_tags: list[Identifier] = Field(min_length=1, max_length=MAX_TAGS)
+    user_id: Identifier | None = None
+    project_id: Identifier | None = None
+    filters: SearchFilters | None = None
+    top_k: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_CHUNKS)
+
+    @field_validator("message")
+    @classmethod
+    def _message_not_blank(cls, value: str) -> str:
+        _reject_control_characters(value, "message")
+        if not value.strip():
+            raise ValueError("message must not be empty or whitespace")
+        return value
+
+    @field_validator("tenant_id", "user_id", "project_id")
+    @classmethod
+    def _identifiers(cls, value: str | None, info) -> str | None:
+        return None if value is None else _identifier(value, info.field_name)
+
+    @field_validator("user_tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        return [_identifier(tag, "user_tags") for tag in value]
+
+
+class EnrichSource(BaseModel):
+    """One chunk of an enrichment context, for the caller to cite."""
+
+    source_id: str
+    document_id: str
+    document_name: str
+    chunk_index: int
+    url: str | None = None
+    page_number: int | None = None
+    section: str | None = None
+    score: float
+
+
+class EnrichResponse(BaseModel):
+    """
+    Output of enrichment: a context block in the answer prompt's SourceId format, its sources and tokens.
+
+    ``empty_reason`` says why ``context`` is empty (nothing visible matched, nothing reached the minimum
+    similarity, or nothing fitted the token budget); it is ``None`` when there is context.
+    """
+
+    message: str
+    context: str
+    sources: list[EnrichSource]
+    context_chunks_used: int = Field(ge=0)
+    tokens_used: int = Field(ge=0)
+    empty_reason: str | None = None
+
+
 __all__ = [
     "INSUFFICIENT_INFORMATION_ANSWER",
     "ChatMessage",
     "Citation",
     "ConfidenceScore",
+    "EnrichRequest",
+    "EnrichResponse",
+    "EnrichSource",
     "QueryType",
     "RAGRequest",
     "RAGResponse",

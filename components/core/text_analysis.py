@@ -92,6 +92,17 @@ def document_id_of(document: Document) -> str:
     return str(document.id).rsplit(":", 1)[0]
 
 
+def source_url_of(document: Document) -> str | None:
+    """
+    A chunk's web link for citing: its document's ``source_uri`` when that is an http(s) URL, else ``None``
+    (a server-side file path is no use to a caller and says where the data lives).
+    """
+    uri = (document.meta or {}).get("source_uri")
+    if isinstance(uri, str) and uri.lower().startswith(("http://", "https://")):
+        return uri
+    return None
+
+
 def chunk_fields(document: Document, none_value: str = "N/A") -> dict[str, Any]:
     """The fields of the specification's context-chunk format for one document."""
     meta = document.meta or {}

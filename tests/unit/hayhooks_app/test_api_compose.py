@@ -122,7 +122,7 @@ class TestServerProfile:
 
 @pytest.mark.integration
 class TestServerProfileLoads:
-    @pytest.mark.parametrize("name", ["indexing", "search", "query", "query_ollama"])
+    @pytest.mark.parametrize("name", ["indexing", "search", "query", "query_ollama", "enrich"])
     def test_profile_pipeline_builds_without_a_server(self, name, tmp_path, no_network):
         from components.services.pipeline_loader import load_pipeline
 
@@ -142,6 +142,7 @@ class TestServerProfileLoads:
 
     def test_services_accept_the_profile(self, tmp_path, no_network):
         """The app's services build on the server profile (declared inputs and component roles all resolve)."""
+        from components.services.enrichment_service import EnrichmentService
         from components.services.indexing_service import IndexingService
         from components.services.pipeline_loader import load_pipeline
         from components.services.query_service import QueryService
@@ -150,3 +151,4 @@ class TestServerProfileLoads:
         folder = profiles.SERVER_PROFILE_DIR
         QueryService(load_pipeline(folder / "query_ollama.yml", env=env), load_pipeline(folder / "search.yml", env=env))
         IndexingService(load_pipeline(folder / "indexing.yml", env=env))
+        EnrichmentService(load_pipeline(folder / "enrich.yml", env=env))

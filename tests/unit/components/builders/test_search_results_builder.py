@@ -48,9 +48,17 @@ class TestSearchResultsBuilder:
         first = response["results"][0]
         assert first["source_id"] == "doc-0:0" and first["document_name"] == "Doc 0" and first["tags"] == ["hr"]
         assert first["snippet"].endswith("...") and len(first["snippet"]) == 203 and first["score"] == 0.9
+        assert first["url"] is None
         assert response["metadata"] == {"vector_results": 2, "keyword_results": 2, "latency_ms": 1.235}
         assert response["context"].startswith("[SourceId: doc-0:0]\n[Document: Doc 0]")
         assert response["tokens_used"] == count_tokens(response["context"])
+
+    def test_run_results_link_web_sources(self):
+        documents = _docs()
+        documents[1].meta["source_uri"] = "http://wiki.example.com/page"
+        documents[2].meta["source_uri"] = "/srv/corpus/doc-2.md"
+        results = SearchResultsBuilder().run(documents=documents, search_mode="hybrid")["response"]["results"]
+        assert [result["url"] for result in results] == [None, "http://wiki.example.com/page", None]
 
     def test_run_context_within_max_tokens(self):
         documents = _docs()

@@ -59,6 +59,7 @@ class TestCitationExtractor:
             "document_id": "doc-abc123",
             "document_name": "hr-handbook.pdf",
             "chunk_index": 2,
+            "url": None,
             "page_number": 4,
             "section": "Vacation",
             "relevance_score": 0.81,
@@ -67,6 +68,15 @@ class TestCitationExtractor:
         }
         assert second["source_id"] == "faq:0" and second["snippet"] == "Short chunk." and second["page_number"] is None
         assert second["section"] is None and out["unknown_source_ids"] == []
+
+    def test_run_citation_links_only_web_sources(self):
+        web, local = _docs()
+        web.meta["source_uri"] = "https://intranet.example.com/hr/handbook"
+        local.meta["source_uri"] = "file:///srv/corpus/faq.md"
+        out = CitationExtractor().run(
+            answer="Yes [SourceId: doc-abc123:2] and [SourceId: faq:0].", documents=[web, local]
+        )
+        assert [c["url"] for c in out["citations"]] == ["https://intranet.example.com/hr/handbook", None]
 
     def test_extract_citations_invalid(self, caplog):
         answer = (
