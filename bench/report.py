@@ -118,6 +118,13 @@ def markdown(report: dict[str, Any]) -> str:
         "(the machine is shared: same-run ratios are the robust figures). Latencies in ms.",
         "",
     ]
+    embedder = report.get("embedder")
+    if embedder:
+        lines += [
+            f"Embedder backend: {embedder['runtime']}, {embedder['dtype']}; queries {embedder['query']}, documents "
+            f"{embedder['documents']}; {embedder.get('threads', 1)} thread(s) per forward pass (docs/embeddings.md).",
+            "",
+        ]
     service = report.get("service") or {}
     if service:
         lines += [
@@ -180,8 +187,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["## Indexing (bench/indexing_bench.py)", ""]
         if "ratio" in indexing:
             lines.append(
-                f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), torch threads "
-                f"{indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, bare "
+                f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), embedder "
+                f"{indexing.get('embedder', 'SentenceTransformersDocumentEmbedder')}, threads {indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, bare "
                 f"embedder {indexing['bare_embedder_chunks_per_s']} chunks/s, ratio {indexing['ratio']} (median of alternating "
                 f"rounds); the embedder's share of the pipeline's own runs: {indexing.get('in_run_ratio', '-')}."
             )
