@@ -188,9 +188,12 @@ def markdown(report: dict[str, Any]) -> str:
         if "ratio" in indexing:
             lines.append(
                 f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), embedder "
-                f"{indexing.get('embedder', 'SentenceTransformersDocumentEmbedder')}, threads {indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, bare "
+                f"{indexing.get('embedder', 'SentenceTransformersDocumentEmbedder')}, threads {indexing['torch_threads']} x "
+                f"{indexing.get('concurrent_batches', 1)} concurrent batches: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, bare "
                 f"embedder {indexing['bare_embedder_chunks_per_s']} chunks/s, ratio {indexing['ratio']} (median of alternating "
-                f"rounds); the embedder's share of the pipeline's own runs: {indexing.get('in_run_ratio', '-')}."
+                f"rounds); the embedder's share of the pipeline's own runs: {indexing.get('in_run_ratio', '-')}; CPU ms per "
+                f"chunk (all threads; robust on a shared machine): pipeline {indexing.get('pipeline_cpu_ms_per_chunk', '-')}, "
+                f"bare {indexing.get('bare_embedder_cpu_ms_per_chunk', '-')}."
             )
             stages = indexing.get("stage_ms_per_chunk") or {}
             if stages:

@@ -34,6 +34,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -307,22 +308,35 @@ class OnnxSentenceEncoder:
     def dimension(self) -> int:
         return int(self.session.get_outputs()[0].shape[-1])
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, concurrent_batches: int = 1) -> np.ndarray:
         """
         Embed ``texts``; batches hold texts of similar length, so little of each batch is padding.
 
         :param texts: The texts.
         :param batch_size: Texts per forward pass.
+        :param concurrent_batches: Forward passes run at once on this session, from worker threads. Each
+            releases the interpreter, so two use two cores with no extra weights in memory and no
+            intra-op synchronisation (two intra-op threads cost ~10 % more CPU per short query).
         :returns: A ``(len(texts), dim)`` float32 array, in the order of ``texts``.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
+
+        def embed(batch: list[int]) -> None:
             result[batch] = self._forward([encodings[index] for index in batch])
+
+        workers = min(concurrent_batches, len(batches))
+        if workers <= 1:
+            for batch in batches:
+                embed(batch)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onnx-embed") as pool:
+                for finished in [pool.submit(embed, batch) for batch in batches]:
+                    finished.result()
         return result
 
     def _forward(self, encodings: list) -> np.ndarray:

@@ -29,6 +29,7 @@ class TestOnnxDocumentEmbedder:
             ({"meta_fields_to_embed": "title"}, "meta_fields_to_embed"),
             ({"embedding_separator": 1}, "embedding_separator"),
             ({"threads": 100}, "threads"),
+            ({"concurrent_batches": 0}, "concurrent_batches"),
         ):
             with pytest.raises(ValueError, match=message):
                 OnnxDocumentEmbedder(**kwargs)
@@ -45,6 +46,7 @@ class TestOnnxDocumentEmbedder:
                 "meta_fields_to_embed": ["title"],
                 "embedding_separator": "\n",
                 "threads": 2,
+                "concurrent_batches": 1,
             },
         }
 
@@ -77,6 +79,12 @@ class TestOnnxDocumentEmbedderModel:
             vectors = np.asarray([d.embedding for d in embedded], dtype=np.float32)
             cosine = (vectors * expected).sum(axis=1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(expected, axis=1)
             assert cosine.min() >= 0.9999, (meta_fields, cosine)
+
+    def test_concurrent_batches_give_the_same_vectors_in_order(self):
+        one = OnnxDocumentEmbedder(batch_size=1).run(documents=DOCUMENTS)["documents"]
+        two = OnnxDocumentEmbedder(batch_size=1, concurrent_batches=2).run(documents=DOCUMENTS)["documents"]
+        assert [d.id for d in two] == [d.id for d in DOCUMENTS]
+        np.testing.assert_allclose([d.embedding for d in two], [d.embedding for d in one], atol=1e-6)
 
     def test_run_keeps_order_and_leaves_the_input_alone(self):
         embedded = OnnxDocumentEmbedder(batch_size=2).run(documents=DOCUMENTS)["documents"]
