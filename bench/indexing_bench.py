@@ -34,12 +34,17 @@ from pathlib import Path
 
 from haystack import Document
 
-from components.document_identity import tenant_filter
-from components.indexing_service import IndexingService
-from components.pipeline_loader import load_pipeline
+from components.core.document_identity import tenant_filter
+from components.services.indexing_service import IndexingService
+from components.services.pipeline_loader import load_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
-SQUAD = Path(os.environ.get("SOURCEBOUND_SHARED_DIR", REPO.parent / "shared")) / "datasets" / "squad2-normans" / "normans.json"
+SQUAD = (
+    Path(os.environ.get("SOURCEBOUND_SHARED_DIR", REPO.parent / "shared"))
+    / "datasets"
+    / "squad2-normans"
+    / "normans.json"
+)
 SPECS = SQUAD.parent.parent.parent / "spec"
 
 
@@ -88,14 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.indexing_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=24, help="files in the corpus (default 24)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="embedder intra-op threads for both (default: as the YAML / SOURCEBOUND_EMBEDDER_THREADS)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="embedder intra-op threads for both (default: as the YAML / SOURCEBOUND_EMBEDDER_THREADS)",
+    )
     parser.add_argument("--output", help="also write the figures as JSON to this file")
     args = parser.parse_args(argv)
 
     if args.threads is not None:
         os.environ["SOURCEBOUND_EMBEDDER_THREADS"] = str(args.threads)  # the YAML's embedder reads it at warm-up
-    from components.onnx_embedding import resolve_threads
+    from components.embedders.onnx_embedding import resolve_threads
 
     threads = resolve_threads(None)
     with tempfile.TemporaryDirectory(prefix="sourcebound-bench-") as temp:
@@ -148,8 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                     count = len(bare_embed(documents=[Document(content=text) for text in texts])["documents"])
                 else:
                     embedder_before = stage_seconds["embedder"]
-                    count = service.index_files([folder], tenant_id="bench", tags=["bench"], force=True)["chunks_written"]
-                    in_run_ratios.append((stage_seconds["embedder"] - embedder_before) / (time.perf_counter() - started))
+                    count = service.index_files([folder], tenant_id="bench", tags=["bench"], force=True)[
+                        "chunks_written"
+                    ]
+                    in_run_ratios.append(
+                        (stage_seconds["embedder"] - embedder_before) / (time.perf_counter() - started)
+                    )
                 rates[kind] = count / (time.perf_counter() - started)
                 # CPU time of this process (all its threads): robust where other jobs share the cores.
                 cpu_ms[kind].append((time.process_time() - cpu_started) * 1000 / max(count, 1))

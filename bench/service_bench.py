@@ -64,7 +64,7 @@ class ServiceSettings:
     throughput_seconds: float = 8.0
     torch_threads: int = 1
     start_timeout_s: float = 300.0
-    # Serve with Haystack's own pipeline input copies (components.pipeline_copy not installed): the "before" of that fix.
+    # Serve with Haystack's own pipeline input copies (components.services.pipeline_copy not installed): the "before" of that fix.
     haystack_copy: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -108,7 +108,11 @@ class BenchServer:
         return f"http://127.0.0.1:{self.port}"
 
     def _environment(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"}
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"
+        }
         env.update(SOURCEBOUND_TORCH_THREADS=str(self.torch_threads), SOURCEBOUND_EMBEDDER_THREADS=str(self.torch_threads),
                    PYTHONUNBUFFERED="1", **self.extra_env)  # fmt: skip
         return env
@@ -120,25 +124,31 @@ class BenchServer:
         arguments = ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         command = [sys.executable, "-m", "hayhooks_app", *arguments]
         if self.haystack_copy:  # the same entry point with the input-copy fix switched off
-            command = [sys.executable, "-c", "import sys, components.pipeline_copy as copy; copy.install_fast_input_copy = "
+            command = [sys.executable, "-c", "import sys, components.services.pipeline_copy as copy; copy.install_fast_input_copy = "
                        f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))"]  # fmt: skip
         with open(self.log_path, "wb") as log:
             started = time.monotonic()
-            self.process = subprocess.Popen(command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT
+            )
         self._psutil = psutil.Process(self.process.pid)
         self._sampling.set()
         self._sampler = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
         self._sampler.start()
         while time.monotonic() - started < timeout_s:
             if self.process.poll() is not None:
-                raise RuntimeError(f"The server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"The server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}"
+                )
             health = self.health()
             if health is not None and health.get("status") == "healthy":
                 self.startup_s = time.monotonic() - started
                 return self
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"The server was not healthy within {timeout_s:.0f} s; log: {self.log_path}\n{self.log_tail()}")
+        raise RuntimeError(
+            f"The server was not healthy within {timeout_s:.0f} s; log: {self.log_path}\n{self.log_tail()}"
+        )
 
     def health(self) -> dict[str, Any] | None:
         try:
@@ -231,7 +241,7 @@ def embedder_backend() -> dict[str, Any]:
     """What embeds queries and documents: the classes the YAML names and the runtime under them."""
     from importlib import metadata
 
-    from components.pipeline_loader import load_pipeline_dict
+    from components.services.pipeline_loader import load_pipeline_dict
 
     query = load_pipeline_dict("search")["components"]["embedder"]["type"].rpartition(".")[2]
     documents = load_pipeline_dict("indexing")["components"]["embedder"]["type"].rpartition(".")[2]
@@ -254,9 +264,9 @@ class BareParts:
     def __init__(self, torch_threads: int, store_path: str):
         from haystack.core.serialization import component_from_dict
 
-        from components.access_filter import AccessFilterBuilder
-        from components.pipeline_loader import load_pipeline_dict
-        from components.qdrant_edge import QdrantEdgeDocumentStore
+        from components.builders.access_filter_builder import AccessFilterBuilder
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+        from components.services.pipeline_loader import load_pipeline_dict
 
         self.torch_threads = torch_threads
         # The search pipeline's own embedder (pipelines/search.yml: class, model, ...), built from its YAML.
@@ -377,13 +387,18 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
         "embed": latency_summary(paired["embed_ms"]),
         "retrieve": latency_summary(paired["retrieve_ms"]),
     }
-    throughput = {str(clients): _client_figures(throughput_runs[f"search_c{clients}"]) for clients in settings.concurrency}
+    throughput = {
+        str(clients): _client_figures(throughput_runs[f"search_c{clients}"]) for clients in settings.concurrency
+    }
     return {
         "size": size,
         "corpus": manifest,
         "startup_s": round(server.startup_s, 2),
-        "rss_mb": {"idle": round(idle_rss / 2**20, 1), "after_load": round(loaded_rss / 2**20, 1),
-                   "peak": round(peak_rss / 2**20, 1)},  # fmt: skip
+        "rss_mb": {
+            "idle": round(idle_rss / 2**20, 1),
+            "after_load": round(loaded_rss / 2**20, 1),
+            "peak": round(peak_rss / 2**20, 1),
+        },  # fmt: skip
         "health_store": {key: value for key, value in (health.get("store") or {}).items() if key != "path"},
         "http": {"search": search, "rag": rag},
         "bare": bare,

@@ -22,12 +22,12 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
-    from components.runtime import keep_torch_out
+    from components.core.runtime import keep_torch_out
 
     # Before anything imports Haystack, which would import torch (docs/embeddings.md).
     torch_excluded = keep_torch_out()
-    from components.onnx_embedding import resolve_threads
-    from components.pipeline_copy import install_fast_input_copy
+    from components.embedders.onnx_embedding import resolve_threads
+    from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import ConfigError, Settings
 
     try:
