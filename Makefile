@@ -19,6 +19,7 @@ $(STAMP): requirements.lock constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -r requirements.lock -c constraints.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m components.embedders.onnx_embedding  # the ONNX embedding model, built once (docs/embeddings.md)
 	touch $(STAMP)
 
 # The browser tests (tests/integration/test_web_page.py) drive Debian's Chromium through the pinned

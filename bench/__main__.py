@@ -43,7 +43,15 @@ def _log(message: str) -> None:
 
 def _versions() -> dict[str, str]:
     versions = {}
-    for package in ("haystack-ai", "hayhooks", "qdrant-edge-py", "qdrant-haystack", "sentence-transformers", "torch"):
+    for package in (
+        "haystack-ai",
+        "hayhooks",
+        "qdrant-edge-py",
+        "qdrant-haystack",
+        "sentence-transformers",
+        "torch",
+        "onnxruntime",
+    ):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -99,7 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         "--concurrency", type=int, nargs="+", default=[1, 4, 16], help="clients for the throughput runs"
     )
     parser.add_argument("--throughput-seconds", type=float, default=8.0, help="seconds per throughput run")
-    parser.add_argument("--torch-threads", type=int, default=1, help="torch threads of the server and the bare parts")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="embedder threads of the server and the bare parts (SOURCEBOUND_EMBEDDER_THREADS)",
+    )
     parser.add_argument("--store-queries", type=int, default=200, help="store bench: queries per kind")
     parser.add_argument(
         "--local-queries", type=int, default=20, help="store bench: queries per kind for qdrant-haystack local"
@@ -143,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         "phase_seconds": {},
     }
     args.output.mkdir(parents=True, exist_ok=True)
+    from bench.service_bench import embedder_backend
+
+    report["embedder"] = {**embedder_backend(), "threads": args.torch_threads}
+    _log("embedder: " + ", ".join(f"{key} {value}" for key, value in report["embedder"].items()))
 
     def phase(name: str, call):
         phase_started = time.perf_counter()

@@ -693,14 +693,10 @@ def cache_key(size: int) -> str:
 
 
 def _load_embedder(threads: int):
-    from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
+    # The indexing pipeline's embedder (ONNX Runtime, float32: the sentence-transformers vectors).
+    from components.embedders.onnx_document_embedder import OnnxDocumentEmbedder
 
-    from components.core.runtime import embedding_model_path, set_torch_threads
-
-    set_torch_threads(threads)
-    embedder = SentenceTransformersDocumentEmbedder(
-        model=embedding_model_path(), local_files_only=True, progress_bar=False, batch_size=64
-    )
+    embedder = OnnxDocumentEmbedder(model="packaged:all-MiniLM-L6-v2", batch_size=64, threads=min(threads, 64))
     embedder.warm_up()
     return embedder
 

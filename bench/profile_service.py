@@ -136,13 +136,11 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
     data_dir, _manifest = ensure_corpus(size)
     _reset_run_state(data_dir)
     os.environ["SOURCEBOUND_DATA_DIR"] = str(data_dir)
-    os.environ["SOURCEBOUND_TORCH_THREADS"] = str(torch_threads)
-    from components.core.runtime import set_torch_threads
+    os.environ["SOURCEBOUND_EMBEDDER_THREADS"] = str(torch_threads)  # as the server runs
     from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import Settings
     from hayhooks_app.service import configure
 
-    set_torch_threads(torch_threads)
     install_fast_input_copy()  # as the server runs
     container = configure(Settings.from_env()).build()
     queries = query_set(requests)

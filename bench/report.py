@@ -119,6 +119,13 @@ def markdown(report: dict[str, Any]) -> str:
         "(the machine is shared: same-run ratios are the robust figures). Latencies in ms.",
         "",
     ]
+    embedder = report.get("embedder")
+    if embedder:
+        lines += [
+            f"Embedder backend: {embedder['runtime']}, {embedder['dtype']}; queries {embedder['query']}, documents "
+            f"{embedder['documents']}; {embedder.get('threads', 1)} thread(s) per forward pass (docs/embeddings.md).",
+            "",
+        ]
     service = report.get("service") or {}
     if service:
         lines += [
@@ -206,11 +213,15 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["## Indexing (bench/indexing_bench.py)", ""]
         if "ratio" in indexing:
             lines.append(
-                f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), torch threads "
-                f"{indexing['torch_threads']}: pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, "
+                f"{indexing['chunks']} chunks ({indexing['mean_chunk_tokens']} tokens on average), embedder "
+                f"{indexing.get('embedder', 'SentenceTransformersDocumentEmbedder')}, "
+                f"threads {indexing['torch_threads']} x {indexing.get('concurrent_batches', 1)} concurrent batches: "
+                f"pipelines/indexing.yml {indexing['pipeline_chunks_per_s']} chunks/s, "
                 f"bare embedder {indexing['bare_embedder_chunks_per_s']} chunks/s, ratio {indexing['ratio']} "
                 f"(median of alternating rounds); the embedder's share of the pipeline's own runs: "
-                f"{indexing.get('in_run_ratio', '-')}."
+                f"{indexing.get('in_run_ratio', '-')}; CPU ms per chunk (all threads; robust on a shared machine): "
+                f"pipeline {indexing.get('pipeline_cpu_ms_per_chunk', '-')}, "
+                f"bare {indexing.get('bare_embedder_cpu_ms_per_chunk', '-')}."
             )
             stages = indexing.get("stage_ms_per_chunk") or {}
             if stages:

@@ -9,8 +9,8 @@ For one prebuilt corpus (``bench.corpus``) it:
    the samples' maximum and the kernel's ``VmHWM``);
 2. runs the **paired client** (``bench.paired_client``, a separate process): every
    ``/search/run`` and ``/rag/run`` request over loopback HTTP alternates with the same request
-   through the **bare parts** (``BareParts``: the SentenceTransformers query embedder with the
-   search pipeline's settings and the server's torch threads, then ONE filtered hybrid query on
+   through the **bare parts** (``BareParts``: the search pipeline's query embedder, built from its
+   YAML, with the server's embedder threads, then ONE filtered hybrid query on
    a copy of the store: ``QdrantEdgeDocumentStore.hybrid_retrieval`` with the access filter the
    pipelines build; ``k`` results for search, the RAG pipeline's ``3 * max_context_chunks + 5``
    candidates with embeddings for RAG). Alternating one by one makes HTTP / bare robust to the
@@ -115,7 +115,12 @@ class BenchServer:
             for key, value in os.environ.items()
             if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"
         }
-        env.update(SOURCEBOUND_TORCH_THREADS=str(self.torch_threads), PYTHONUNBUFFERED="1", **self.extra_env)
+        env.update(
+            SOURCEBOUND_TORCH_THREADS=str(self.torch_threads),
+            SOURCEBOUND_EMBEDDER_THREADS=str(self.torch_threads),
+            PYTHONUNBUFFERED="1",
+            **self.extra_env,
+        )
         return env
 
     def start(self, timeout_s: float) -> "BenchServer":
@@ -238,28 +243,51 @@ def _client_figures(run: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ the bare parts, in process
 
 
+def embedder_declaration(pipeline: dict[str, Any], name: str = "embedder") -> tuple[type, dict[str, Any]]:
+    """The class and the YAML declaration of a pipeline dict's embedder."""
+    import importlib
+
+    data = pipeline["components"][name]
+    module, _, cls = data["type"].rpartition(".")
+    return getattr(importlib.import_module(module), cls), data
+
+
+def embedder_backend() -> dict[str, Any]:
+    """What embeds queries and documents: the classes the YAML names and the runtime under them."""
+    from importlib import metadata
+
+    from components.services.pipeline_loader import load_pipeline_dict
+
+    query = load_pipeline_dict("search")["components"]["embedder"]["type"].rpartition(".")[2]
+    documents = load_pipeline_dict("indexing")["components"]["embedder"]["type"].rpartition(".")[2]
+    runtime = "onnxruntime" if query.startswith("Onnx") else "torch"
+    try:
+        version = metadata.version(runtime)
+    except metadata.PackageNotFoundError:
+        version = "missing"
+    return {"query": query, "documents": documents, "runtime": f"{runtime} {version}", "dtype": "float32"}
+
+
 class BareParts:
     """
     The query embedder and the store, in process: what a request needs without the service around it.
 
-    :param torch_threads: torch threads (the server's, so both embed alike).
+    :param torch_threads: embedder threads (the server's, so both embed alike; the name predates ONNX Runtime).
     :param store_path: The store folder (a copy of the server's ``<data dir>/qdrant``).
     """
 
     def __init__(self, torch_threads: int, store_path: str):
         from haystack.core.serialization import component_from_dict
-        from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
         from components.builders.access_filter_builder import AccessFilterBuilder
-        from components.core.runtime import set_torch_threads
         from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
         from components.services.pipeline_loader import load_pipeline_dict
 
-        self.torch_threads = set_torch_threads(torch_threads)
-        # The search pipeline's own embedder (pipelines/search.yml: model, dtype, ...), built from its YAML.
-        self.embedder = component_from_dict(
-            SentenceTransformersTextEmbedder, load_pipeline_dict("search")["components"]["embedder"], "embedder"
-        )
+        self.torch_threads = torch_threads
+        # The search pipeline's own embedder (pipelines/search.yml: class, model, ...), built from its YAML.
+        self.embedder_type, data = embedder_declaration(load_pipeline_dict("search"))
+        data = {**data, "init_parameters": {**data.get("init_parameters", {}), "threads": torch_threads}}
+        self.embedder = component_from_dict(self.embedder_type, data, "embedder")
         self.embedder.warm_up()
         self.filter_builder = AccessFilterBuilder()  # the filter the pipelines build (default options)
         self.store = QdrantEdgeDocumentStore(path=store_path, embedding_dim=384)

@@ -3,7 +3,7 @@
 
 ``serve`` reads the settings from the environment (``HAYHOOKS_HOST``/``HAYHOOKS_PORT``, default
 127.0.0.1:1416; ``SOURCEBOUND_DATA_DIR``, default ``./data``; see ``README.md``),
-sets the torch thread count deliberately, and serves the Hayhooks app with uvicorn. On first
+keeps torch out of the process (embeddings run on ONNX Runtime), and serves the Hayhooks app with uvicorn. On first
 start it indexes the bundled sample corpus.
 """
 
@@ -22,7 +22,11 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
-    from components.core.runtime import set_torch_threads
+    from components.core.runtime import keep_torch_out
+
+    # Before anything imports Haystack, which would import torch (docs/embeddings.md).
+    torch_excluded = keep_torch_out()
+    from components.embedders.onnx_embedding import resolve_threads
     from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import ConfigError, Settings
     from hayhooks_app.tracing import add_trace_ids, configure_tracing
@@ -33,7 +37,7 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    threads = set_torch_threads()
+    threads = resolve_threads(None)
     # Haystack's per-component input copies were half of a /search request's CPU (README.md ("Performance")).
     install_fast_input_copy()
 
@@ -55,7 +59,8 @@ def serve(args: argparse.Namespace) -> int:
     app = create_application(settings)
     print(
         f"sourcebound: serving on http://{settings.host}:{settings.port} "
-        f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, torch threads {threads})",
+        f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, "
+        f"embedder onnxruntime threads {threads}{', torch not loaded' if torch_excluded else ''})",
         flush=True,
     )
     run_app(app, host=settings.host, port=settings.port)

@@ -183,3 +183,24 @@ def set_torch_threads(threads: int | None = None) -> int:
 
     torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def keep_torch_out() -> bool:
+    """
+    Make ``import torch`` fail in this process, so the libraries that import it when present skip it.
+
+    Serving embeds with ONNX Runtime (docs/embeddings.md), yet Haystack imports torch at start-up
+    whenever it is installed (``haystack.utils.device``), which costs ~300 MB and its threads. A
+    ``None`` entry in ``sys.modules`` makes the import raise ``ImportError`` (Haystack's lazy import
+    catches it) and ``importlib.util.find_spec`` answer "not installed". Call it before anything
+    imports Haystack; ``SOURCEBOUND_ALLOW_TORCH=1`` switches it off (a custom YAML with a torch
+    component). The ONNX export still uses torch, in a child process.
+
+    :returns: Whether torch is kept out (``False`` if it was imported already or is allowed).
+    """
+    if os.environ.get("SOURCEBOUND_ALLOW_TORCH", "") in {"1", "true", "yes"}:
+        return False
+    if sys.modules.get("torch") is not None:
+        return False
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    return True

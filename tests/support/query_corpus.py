@@ -105,13 +105,10 @@ def sample_corpus_chunks(tenants: tuple[str, ...] = ("acme", "globex")) -> list[
 
 @lru_cache(maxsize=1)
 def _document_embedder():
-    from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
+    # The indexing pipeline's embedder (pipelines/indexing.yml).
+    from components.embedders.onnx_document_embedder import OnnxDocumentEmbedder
 
-    from components.core.runtime import embedding_model_path
-
-    embedder = SentenceTransformersDocumentEmbedder(
-        model=embedding_model_path(), local_files_only=True, progress_bar=False
-    )
+    embedder = OnnxDocumentEmbedder(model="packaged:all-MiniLM-L6-v2")
     embedder.warm_up()
     return embedder
 

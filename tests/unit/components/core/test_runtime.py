@@ -40,16 +40,33 @@ class TestConfigureOffline:
         assert runtime.query_embedding_dtype(plain) == "float32"  # only the flags line counts
         assert runtime.query_embedding_dtype("") == "float32"
 
-    def test_pipelines_embed_queries_in_the_detected_dtype_unless_configured(self):
+    def test_pipelines_embed_queries_and_documents_in_float32_on_onnx(self):
+        # Stored and query vectors stay comparable: no dtype override anywhere (docs/embeddings.md).
         from components.services.pipeline_loader import load_pipeline_dict
 
-        for name in ("search", "query", "query_ollama"):
-            detected = load_pipeline_dict(name, env={})["components"]["embedder"]["init_parameters"]["model_kwargs"]
-            assert detected == {"dtype": runtime.query_embedding_dtype()}
-            chosen = load_pipeline_dict(name, env={"SOURCEBOUND_QUERY_EMBEDDING_DTYPE": "float32"})
-            assert chosen["components"]["embedder"]["init_parameters"]["model_kwargs"] == {"dtype": "float32"}
-        indexing = load_pipeline_dict("indexing", env={})["components"]["embedder"]["init_parameters"]
-        assert "model_kwargs" not in indexing  # documents are embedded in float32
+        for name in ("search", "query", "query_ollama", "indexing"):
+            embedder = load_pipeline_dict(name, env={})["components"]["embedder"]
+            assert embedder["type"].startswith("components.embedders.onnx_"), (name, embedder["type"])
+            assert "model_kwargs" not in embedder["init_parameters"]
+
+    def test_keep_torch_out_blocks_the_import_unless_allowed(self):
+        # In a child: the block lasts for the process, and this one may need torch later.
+        code = (
+            "import importlib.util, os, sys\n"
+            "from components.core import runtime\n"
+            "os.environ['SOURCEBOUND_ALLOW_TORCH'] = '1'\n"
+            "assert runtime.keep_torch_out() is False and 'torch' not in sys.modules\n"
+            "del os.environ['SOURCEBOUND_ALLOW_TORCH']\n"
+            "assert runtime.keep_torch_out() is True\n"
+            "assert importlib.util.find_spec('torch') is None\n"
+            "try:\n"
+            "    import torch\n"
+            "except ImportError:\n"
+            "    print('blocked')\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "blocked"
 
 
 @pytest.mark.integration

@@ -1,0 +1,146 @@
+"""
+``OnnxDocumentEmbedder``: embeds documents with ONNX Runtime, the vectors sentence-transformers gives.
+
+The document side of ``pipelines/indexing.yml``. Same vectors as ``SentenceTransformersDocumentEmbedder``
+on the same model in float32 (cosine >= 0.9999, checked by ``tests/test_onnx_document_embedder.py``).
+Documents are tokenized first and batched by length, so a batch is padded only to its own longest
+text rather than to the longest of an arbitrary mix. See ``docs/embeddings.md``.
+"""
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.embedders.onnx_embedding import OnnxSentenceEncoder, load_encoder, resolve_threads
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class OnnxDocumentEmbedder:
+    """
+    Sets ``embedding`` (float32, as a list of floats) on every document, computed with ONNX Runtime.
+
+    The embedded text is ``prefix + separator.join(meta values of meta_fields_to_embed + [content]) + suffix``,
+    as in Haystack's SentenceTransformersDocumentEmbedder.
+
+    Usage:
+    ```python
+    embedder = OnnxDocumentEmbedder(model="packaged:all-MiniLM-L6-v2", batch_size=32)
+    embedder.warm_up()
+    documents = embedder.run(documents=[Document(content="Qdrant Edge runs in process.")])["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        model: str = "packaged:all-MiniLM-L6-v2",
+        batch_size: int = 32,
+        prefix: str = "",
+        suffix: str = "",
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        threads: int | None = None,
+        concurrent_batches: int = 1,
+    ) -> None:
+        """
+        :param model: A sentence-transformers model folder, or ``packaged:all-MiniLM-L6-v2`` (the packaged copy).
+        :param batch_size: Texts per forward pass (texts of similar length go together).
+        :param prefix: Text put before every document's text.
+        :param suffix: Text put after every document's text.
+        :param meta_fields_to_embed: Meta fields whose values are embedded with the content.
+        :param embedding_separator: Joins the meta values and the content.
+        :param threads: ONNX Runtime threads per forward pass; ``None`` reads ``SOURCEBOUND_EMBEDDER_THREADS``
+            (default 1).
+        :param concurrent_batches: Batches embedded at once (worker threads on the one shared session; each
+            releases the interpreter). ``pipelines/indexing.yml`` uses 2, one per core of the target machine;
+            unlike a second intra-op thread it needs no second session (~100 MB) and costs no extra CPU.
+        :raises ValueError: If a parameter has the wrong type or is out of range.
+        """
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty model folder or packaged name, got {model!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+        for name, value in (("prefix", prefix), ("suffix", suffix), ("embedding_separator", embedding_separator)):
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a string, got {type(value).__name__}")
+        if meta_fields_to_embed is not None and (
+            not isinstance(meta_fields_to_embed, list)
+            or not all(isinstance(field, str) for field in meta_fields_to_embed)
+        ):
+            raise ValueError(f"meta_fields_to_embed must be a list of field names, got {meta_fields_to_embed!r}")
+        if threads is not None:
+            resolve_threads(threads)
+        if (
+            isinstance(concurrent_batches, bool)
+            or not isinstance(concurrent_batches, int)
+            or not 1 <= concurrent_batches <= 64
+        ):
+            raise ValueError(f"concurrent_batches must be a whole number from 1 to 64, got {concurrent_batches!r}")
+        self.model = model
+        self.batch_size = batch_size
+        self.concurrent_batches = concurrent_batches
+        self.prefix = prefix
+        self.suffix = suffix
+        self.meta_fields_to_embed = list(meta_fields_to_embed or [])
+        self.embedding_separator = embedding_separator
+        self.threads = threads
+        self._encoder: OnnxSentenceEncoder | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(
+            self,
+            model=self.model,
+            batch_size=self.batch_size,
+            prefix=self.prefix,
+            suffix=self.suffix,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+            threads=self.threads,
+            concurrent_batches=self.concurrent_batches,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "OnnxDocumentEmbedder":
+        """Deserialize the component."""
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """
+        Load the tokenizer and the ONNX session, exporting the ONNX file first if the cache lacks it.
+
+        :raises OnnxModelError: If the ONNX model cannot be built or loaded.
+        """
+        if self._encoder is None:
+            self._encoder = load_encoder(self.model, self.threads)
+
+    def _text(self, document: Document) -> str:
+        meta = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key) is not None]
+        return self.prefix + self.embedding_separator.join([*meta, document.content or ""]) + self.suffix
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """
+        Embed documents.
+
+        :param documents: The documents; they are not changed (copies carry the embeddings).
+        :returns: ``documents``: copies with ``embedding`` set, in the input order.
+        :raises TypeError: If ``documents`` is not a list of Documents (embed a string with ``OnnxTextEmbedder``).
+        """
+        if not isinstance(documents, list) or not all(isinstance(document, Document) for document in documents):
+            raise TypeError("OnnxDocumentEmbedder expects a list of Documents; embed a string with OnnxTextEmbedder.")
+        if not documents:
+            return {"documents": []}
+        if self._encoder is None:
+            self.warm_up()
+        texts = [self._text(document) for document in documents]
+        vectors = self._encoder.encode(texts, batch_size=self.batch_size, concurrent_batches=self.concurrent_batches)
+        return {
+            "documents": [
+                replace(document, embedding=vector.tolist())
+                for document, vector in zip(documents, vectors, strict=True)
+            ]
+        }
