@@ -36,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from components.core.document_identity import IndexingValidationError
 from components.core.errors import (
     ContextError,
+    LifecycleError,
     LLMConnectionError,
     LLMTimeoutError,
     ModelNotAllowedError,
@@ -43,7 +44,6 @@ from components.core.errors import (
     RAGServiceError,
     TokenBudgetExceededError,
 )
-from components.services.document_lifecycle import LifecycleError
 
 logger = logging.getLogger(__name__)
 

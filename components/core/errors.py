@@ -26,6 +26,10 @@ class SourceboundError(Exception):
     """Base of every error sourcebound raises on purpose."""
 
 
+class LifecycleError(SourceboundError, ValueError):
+    """A lifecycle request is invalid (no tenant, no or malformed document ids, nothing to set)."""
+
+
 class RAGServiceError(SourceboundError):
     """Base exception for RAG service errors."""
 
@@ -56,6 +60,7 @@ class TokenBudgetExceededError(RAGServiceError):
 
 __all__ = [
     "SourceboundError",
+    "LifecycleError",
     "RAGServiceError",
     "LLMConnectionError",
     "LLMTimeoutError",

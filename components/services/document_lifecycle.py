@@ -40,11 +40,7 @@ from components.core.document_identity import (
     tenant_document_filter,
     tenant_filter,
 )
-from components.core.errors import SourceboundError
-
-
-class LifecycleError(SourceboundError, ValueError):
-    """A lifecycle request is invalid (no tenant, no or malformed document ids, nothing to set)."""
+from components.core.errors import LifecycleError
 
 
 def _now() -> str:

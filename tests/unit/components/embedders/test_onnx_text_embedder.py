@@ -116,7 +116,7 @@ class TestOnnxTextEmbedderModel:
 
     @pytest.mark.slow
     def test_the_server_process_maps_no_torch_library(self, tmp_path):
-        from tests.api_server import ApiServer
+        from support.api_server import ApiServer
 
         OnnxTextEmbedder().warm_up()
         with ApiServer(tmp_path / "data") as server:
