@@ -6,7 +6,7 @@ import re
 import pytest
 from haystack import Pipeline
 
-from components.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline
+from components.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline, load_pipeline_dict
 from components.prompts import CONFIDENCE_PROMPT, CONTEXT_CHUNK_TEMPLATE, QUERY_CLASSIFIER_PROMPT, RAG_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.integration
@@ -70,3 +70,22 @@ def test_environment_overrides_reach_the_components(env):
     assert pipeline.get_component("budgeter").max_context_tokens == 2000
     assert pipeline.get_component("dedup").threshold == 0.8
     assert pipeline.get_component("budgeter").default_model == "qwen3:8b"
+
+
+def test_reader_embeds_sentences_with_the_query_embedders_model(env):
+    """The reading step of query.yml embeds sentences with the query embedder's model settings: one loaded model,
+    and a change of embedding backend made in the YAML applies to both or the test says so."""
+    data = load_pipeline_dict("query", env=env)["components"]
+    query_embedder, sentence_embedder = data["embedder"], data["sentence_embedder"]
+    shared = ("model", "local_files_only", "model_kwargs", "device", "backend", "trust_remote_code", "truncate_dim", "revision")
+    assert {key: query_embedder["init_parameters"].get(key) for key in shared} == {
+        key: sentence_embedder["init_parameters"].get(key) for key in shared
+    }
+    assert query_embedder["type"].rsplit("_text_embedder", 1)[0] == sentence_embedder["type"].rsplit("_document_embedder", 1)[0]
+    pipeline = load_pipeline("query", env=env)
+    pipeline.warm_up()
+    assert pipeline.get_component("embedder").embedding_backend is pipeline.get_component("sentence_embedder").embedding_backend
+    receivers = {(sender, receiver) for sender, receiver in pipeline.graph.edges()}
+    assert {("embedder", "answerer"), ("sentence_embedder", "answerer"), ("answerer", "confidence")} <= receivers
+    # The Ollama pipeline keeps its own answerer and has no reading step.
+    assert "sentence_embedder" not in load_pipeline_dict("query_ollama", env=env)["components"]
