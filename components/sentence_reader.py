@@ -43,7 +43,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.errors import ModelUnavailableError
 from components.models import INSUFFICIENT_INFORMATION_ANSWER
-from components.text_analysis import content_words, source_id_marker, words
+from components.text_analysis import STOPWORDS, content_words, source_id_marker, words
 
 READER_MODEL_NAME = "extractive"
 
@@ -58,7 +58,7 @@ _NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
 def exact_terms(query: str) -> list[str]:
     """
     The query's exact terms, in order, without duplicates: option names, numbers,
-    identifiers, quoted strings, and capitalised words other than the query's first word
+    identifiers, quoted strings, and capitalised words other than a sentence's first word
     (names, acronyms). Stopwords are never names ("What does The ..." asks nothing by "The").
     """
     found: dict[str, None] = {}
@@ -69,13 +69,14 @@ def exact_terms(query: str) -> list[str]:
     for match in _QUOTED_RE.finditer(query):
         found[match.group(1).strip()] = None
         quoted.append(match.span())
-    first_word = re.match(r"\W*(\w+)", query)
+    # A sentence's first word is capitalised anyway (a clarified query folds several sentences into one).
+    sentence_starts = {match.start(1) for match in re.finditer(r"(?:^|[.!?]\s+)\W*(\w+)", query)}
     for match in _NAME_RE.finditer(query):
-        # The first word is capitalised anyway; a word inside a quoted string belongs to that one term.
-        if (first_word and match.start() == first_word.start(1)) or any(start <= match.start() < end for start, end in quoted):
+        # A word inside a quoted string belongs to that one term.
+        if match.start() in sentence_starts or any(start <= match.start() < end for start, end in quoted):
             continue
         name = re.sub(r"['’]s$", "", match.group(0))
-        if name.lower() not in _NOT_NAMES and len(name) > 1:
+        if name.lower() not in STOPWORDS and len(name) > 1:
             found[name] = None
     return [term for term in found if term]
 
@@ -89,10 +90,6 @@ _ANAPHOR_WINDOW = 4
 def refers_back(sentence: str) -> bool:
     """Whether a pronoun among the sentence's first words points to the sentence before it."""
     return any(word in _ANAPHORS for word in words(sentence)[:_ANAPHOR_WINDOW])
-
-
-# Capitalised words that are not names (sentence-initial fillers after a colon, pronouns).
-_NOT_NAMES = frozenset({"i", "the", "a", "an", "what", "which", "who", "when", "where", "why", "how", "is", "are", "does", "do"})
 
 
 def contains_exact(sentence: str, term: str) -> bool:

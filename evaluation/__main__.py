@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="COMPONENT.PARAM=VALUE",
-        help="experiment: change a query-pipeline init parameter (YAML value), e.g. answerer.min_query_coverage=0.3; the report says so",
+        help="experiment: change a query-pipeline init parameter (YAML value), e.g. answerer.min_decision_score=0.7; the report says so",
     )
     parser.add_argument("--baseline", default=None, metavar="REPORT_JSON",
                         help="an earlier report.json: report.md then shows before -> after for every metric")

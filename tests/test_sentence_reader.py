@@ -107,6 +107,8 @@ class TestSentenceReader:
         assert exact_terms('Where did Rollo sign the "Treaty of Saint-Clair"?') == ["Treaty of Saint-Clair", "Rollo"]
         assert exact_terms("How do I set max_size in os.path?") == ["max_size", "os.path"]
         assert exact_terms("what is the refund policy?") == []
+        # A clarified query folds the previous question in: sentence-initial words and stopwords are not names.
+        assert exact_terms("How much leave do employees get? And what about part-time staff in Berlin?") == ["Berlin"]
         assert contains_exact("Use --retries=3.", "--retries") and not contains_exact("Use --retries-max.", "--retries")
         assert contains_exact("It took 11 days.", "11") and not contains_exact("It took 110 days.", "11")
         assert not contains_exact("It took 11.5 days.", "11")
