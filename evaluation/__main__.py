@@ -22,16 +22,37 @@ BUILTIN_DATASETS = ("normans", "sample-gold")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m evaluation", description="Evaluate retrieval, grounding and access control through the served YAML pipelines.")
-    parser.add_argument("--dataset", action="append", help="normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)")
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation",
+        description="Evaluate retrieval, grounding and access control through the served YAML pipelines.",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        help="normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)",
+    )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")
-    parser.add_argument("--ci", action="store_true", help=f"CI-sized run: all answerable and forbidden questions, {CI_MAX_UNANSWERABLE} sampled unanswerable per dataset")
-    parser.add_argument("--max-unanswerable", type=int, help="sample this many unanswerable questions per dataset (forbidden ones are always kept)")
-    parser.add_argument("--no-repeat", action="store_true", help="skip the determinism re-run (determinism then reports 'not run' and fails its threshold)")
+    parser.add_argument(
+        "--ci",
+        action="store_true",
+        help=f"CI-sized run: all answerable and forbidden questions, {CI_MAX_UNANSWERABLE} sampled unanswerable per dataset",
+    )
+    parser.add_argument(
+        "--max-unanswerable",
+        type=int,
+        help="sample this many unanswerable questions per dataset (forbidden ones are always kept)",
+    )
+    parser.add_argument(
+        "--no-repeat",
+        action="store_true",
+        help="skip the determinism re-run (determinism then reports 'not run' and fails its threshold)",
+    )
     parser.add_argument("--out", default=None, help="report folder (default: evaluation/reports/latest)")
     parser.add_argument("--thresholds", default=None, help="thresholds file (default: evaluation/thresholds.yml)")
     parser.add_argument("--no-check", action="store_true", help="exit 0 even when thresholds are missed")
-    parser.add_argument("--query-pipeline", default="query", help="RAG pipeline to evaluate: query (served default) or query_ollama")
+    parser.add_argument(
+        "--query-pipeline", default="query", help="RAG pipeline to evaluate: query (served default) or query_ollama"
+    )
     parser.add_argument(
         "--override",
         action="append",
@@ -39,8 +60,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="COMPONENT.PARAM=VALUE",
         help="experiment: change a query-pipeline init parameter (YAML value), e.g. answerer.min_decision_score=0.7; the report says so",
     )
-    parser.add_argument("--baseline", default=None, metavar="REPORT_JSON",
-                        help="an earlier report.json: report.md then shows before -> after for every metric")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REPORT_JSON",
+        help="an earlier report.json: report.md then shows before -> after for every metric",
+    )
     parser.add_argument("--verbose", "-v", action="store_true")
     return parser.parse_args(argv)
 
@@ -61,7 +86,9 @@ def parse_overrides(values: list[str]) -> dict[str, dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
     from evaluation.checker import THRESHOLDS_PATH, check, load_thresholds
     from evaluation.report import LATEST_DIR, markdown_table, write_report
@@ -77,9 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             baseline = baseline_summary(json.loads(Path(args.baseline).read_text(encoding="utf-8")), args.baseline)
         except (OSError, ValueError) as error:
-            raise SystemExit(f"--baseline {args.baseline}: not a readable report.json ({error}); pass one written by `python -m evaluation`.") from error
-    max_unanswerable = args.max_unanswerable if args.max_unanswerable is not None else (CI_MAX_UNANSWERABLE if args.ci else None)
-    datasets = resolve_datasets(args.dataset or list(BUILTIN_DATASETS), corpus=args.corpus, max_unanswerable=max_unanswerable)
+            raise SystemExit(
+                f"--baseline {args.baseline}: not a readable report.json ({error}); pass one written by `python -m evaluation`."
+            ) from error
+    max_unanswerable = (
+        args.max_unanswerable if args.max_unanswerable is not None else (CI_MAX_UNANSWERABLE if args.ci else None)
+    )
+    datasets = resolve_datasets(
+        args.dataset or list(BUILTIN_DATASETS), corpus=args.corpus, max_unanswerable=max_unanswerable
+    )
     started = time.perf_counter()
     summary, records = run_evaluation(
         datasets,
