@@ -65,8 +65,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="COMPONENT.PARAM=VALUE",
         help=(
             "experiment: change a query-pipeline init parameter (YAML value), "
-            "e.g. answerer.min_query_coverage=0.3; the report says so"
+            "e.g. answerer.min_decision_score=0.7; the report says so"
         ),
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REPORT_JSON",
+        help="an earlier report.json: report.md then shows before -> after for every metric",
     )
     parser.add_argument("--verbose", "-v", action="store_true")
     return parser.parse_args(argv)
@@ -97,6 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     from evaluation.runner import resolve_datasets, run_evaluation
 
     thresholds = load_thresholds(args.thresholds or THRESHOLDS_PATH)
+    baseline = None
+    if args.baseline:
+        import json
+
+        from evaluation.report import baseline_summary
+
+        try:
+            baseline = baseline_summary(json.loads(Path(args.baseline).read_text(encoding="utf-8")), args.baseline)
+        except (OSError, ValueError) as error:
+            raise SystemExit(
+                f"--baseline {args.baseline}: not a readable report.json ({error}); "
+                "pass one written by `python -m evaluation`."
+            ) from error
     max_unanswerable = (
         args.max_unanswerable if args.max_unanswerable is not None else (CI_MAX_UNANSWERABLE if args.ci else None)
     )
@@ -113,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         query_pipeline=args.query_pipeline,
     )
     summary["wall_seconds"] = round(time.perf_counter() - started, 1)
+    if baseline is not None:
+        summary["baseline"] = baseline
     paths = write_report(summary, records, Path(args.out) if args.out else LATEST_DIR, thresholds)
     print(markdown_table(summary, thresholds))
     print(f"report: {paths['markdown'].parent} ({summary['wall_seconds']} s)")

@@ -145,6 +145,8 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
         lines.append(f"| {METRIC_LABELS.get(metric, metric)} | " + " | ".join(cells) + " |")
     lines.append("")
 
+    lines += baseline_table(summary)
+
     not_run = []
     for name in names:
         for metric, result in datasets[name].get("metrics", {}).items():
@@ -160,6 +162,61 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     else:
         lines += ["All thresholds in `evaluation/thresholds.yml` hold.", ""]
     return "\n".join(lines)
+
+
+def baseline_summary(report: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """
+    The part of an earlier ``report.json`` a before -> after comparison needs: where it came from and
+    each dataset's metric values (metrics that did not run are left out).
+    """
+    datasets = {}
+    for name, info in (report.get("datasets") or {}).items():
+        datasets[name] = {
+            metric: result["value"]
+            for metric, result in (info.get("metrics") or {}).items()
+            if result.get("status") == "ok" and result.get("value") is not None
+        }
+    return {
+        "source": source,
+        "git_revision": report.get("git_revision"),
+        "generated_at": report.get("generated_at"),
+        "mode": report.get("mode"),
+        "datasets": datasets,
+    }
+
+
+def baseline_table(summary: Mapping[str, Any]) -> list[str]:
+    """Markdown lines comparing this run with ``summary["baseline"]`` (before -> after), or none without one."""
+    baseline = summary.get("baseline")
+    if not baseline:
+        return []
+    datasets = summary.get("datasets", {})
+    names = [name for name in sorted(datasets) if name in baseline.get("datasets", {})]
+    if not names:
+        return []
+    origin = f"`{baseline.get('source')}`" + (
+        f", revision {baseline['git_revision']}" if baseline.get("git_revision") else ""
+    )
+    origin += f", {baseline.get('mode')} run of {baseline.get('generated_at')}" if baseline.get("generated_at") else ""
+    lines = [
+        "## Before → after",
+        "",
+        f"Before: {origin}.",
+        "",
+        "| metric | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for metric in ordered_metric_names(summary):
+        if metric.endswith("_ms"):
+            continue  # latency depends on the machine's load at the time; the benchmarks compare it
+        cells = []
+        for name in names:
+            before = baseline["datasets"][name].get(metric)
+            after = datasets[name].get("metrics", {}).get(metric)
+            before_text = format_value(metric, {"value": before, "status": "ok"}) if before is not None else "—"
+            cells.append(f"{before_text} → {format_value(metric, after)}")
+        lines.append(f"| {METRIC_LABELS.get(metric, metric)} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 # ----------------------------------------------------------------------------- charts

@@ -105,7 +105,7 @@ class CorpusIndex:
     :param dataset: The dataset whose corpus to index.
     :param data_dir: An empty folder for the store and the tag directory.
     :param query_overrides: Init parameters to change in the query pipeline, for experiments
-        (``{"answerer": {"min_query_coverage": 0.3}}``); the served YAML is evaluated without them.
+        (``{"answerer": {"min_decision_score": 0.7}}``); the served YAML is evaluated without them.
     :param query_pipeline: The RAG pipeline: ``query`` (served default) or ``query_ollama``.
     """
 

@@ -11,7 +11,13 @@ clamped to 0-100, where
   cut into runs of consecutive content words at stopwords and punctuation; a
   one-word run is a phrase, a longer run gives its adjacent pairs. A phrase is
   found when the context's runs contain it (see :mod:`components.core.text_analysis`).
-  The "not enough information" answer asserts nothing, so its coverage is 0;
+  The "not enough information" answer asserts nothing, so its coverage is 0.
+  When the answerer is a reader that reports its ``evidence`` (the embedded
+  default, :class:`components.generators.sentence_reader.SentenceReader`), coverage is instead
+  the reader's ``support``: its calibrated 0-1 score that the context answers the
+  question, the same evidence it declined or answered on (docs/contract-reader.md,
+  "Confidence"). A declined answer keeps its (below-boundary) support, so declines
+  are ranked too; it still routes, since it cites nothing;
 * ``llm`` is the LLM's 0-100 support rating, when there is one.
 
 Without an LLM rating (extractive backend, or an unparsable rating) the weights
@@ -104,18 +110,40 @@ class HybridConfidenceScorer:
         overall = int(round(100.0 * total / weight, 6)) if weight else 0
         return min(100, max(0, overall))
 
+    @staticmethod
+    def evidence_support(evidence: dict[str, Any] | None) -> float | None:
+        """The reader's 0-1 ``support`` from its evidence, or ``None`` when there is no usable evidence."""
+        if not evidence:
+            return None
+        support = evidence.get("support")
+        if not isinstance(support, (int, float)) or isinstance(support, bool) or not 0.0 <= support <= 1.0:
+            raise ValueError(f"evidence.support must be a number within 0-1, got {support!r}.")
+        return float(support)
+
     @component.output_types(confidence=dict[str, Any])
-    def run(self, answer: str, documents: list[Document], context: str, llm_score: int | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        answer: str,
+        documents: list[Document],
+        context: str,
+        llm_score: int | None = None,
+        evidence: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """
         :param answer: The answer text.
         :param documents: The context chunks used (``score`` = dense similarity).
         :param context: The rendered context the answer was generated from.
         :param llm_score: The LLM's 0-100 support rating, or ``None``.
+        :param evidence: A reader's evidence (``support`` 0-1); when given, it is the coverage part.
         :returns: ``confidence``: ``{overall, retrieval_score, coverage_score, llm_score}``.
         """
         scores = [min(1.0, max(0.0, doc.score if doc.score is not None else 0.0)) for doc in documents]
         retrieval = sum(scores) / len(scores) if scores else 0.0
-        coverage = 0.0 if self.is_insufficient(answer) else coverage_score(answer, context)
+        support = self.evidence_support(evidence)
+        if support is not None:
+            coverage = support if documents else 0.0
+        else:
+            coverage = 0.0 if self.is_insufficient(answer) else coverage_score(answer, context)
         if llm_score is not None and not (isinstance(llm_score, int) and 0 <= llm_score <= 100):
             raise ValueError(f"llm_score must be an integer 0-100 or None, got {llm_score!r}.")
         overall = self.combine(retrieval, coverage, llm_score)

@@ -9,7 +9,7 @@ from evaluation.__main__ import parse_overrides
 from evaluation.datasets import load_sample_gold
 from evaluation.metrics import compute_metrics
 from evaluation.records import ContextChunk, QuestionRecord
-from evaluation.report import format_value, markdown_table, write_report
+from evaluation.report import baseline_summary, format_value, markdown_table, write_report
 from evaluation.runner import resolve_datasets
 from evaluation.stage_timer import StageTimer
 
@@ -110,6 +110,20 @@ class TestReport:
         table = markdown_table(bad, {"defaults": {"forbidden_leakage": {"max": 0}}, "datasets": {}})
         assert "| forbidden-document leakage (questions) | 3 ✗ (≤ 0) |" in table
         assert "- sample-gold: forbidden_leakage: 3 > max 0" in table
+
+    def test_markdown_before_after_with_a_baseline(self, run):
+        summary, _ = run
+        before = json.loads(json.dumps(summary))
+        before["datasets"]["sample-gold"]["metrics"]["gold_span_rate"]["value"] = 0.5
+        before["datasets"]["sample-gold"]["metrics"]["ragas_faithfulness"] = {"status": "not_run", "value": None}
+        before["git_revision"] = "abc1234"
+        compared = {**summary, "baseline": baseline_summary(before, "old/report.json")}
+        table = markdown_table(compared, {"defaults": {}, "datasets": {}})
+        assert "## Before → after" in table and "Before: `old/report.json`, revision abc1234." in table
+        assert "| answer contains a gold span | 0.500 → 1.000 |" in table
+        assert "| ragas Faithfulness (LLM judge) | — → not run |" in table
+        assert "latency" not in table.split("## Before → after")[1].split("##")[0]
+        assert "## Before → after" not in markdown_table(summary, {"defaults": {}, "datasets": {}})
 
     def test_format_value(self):
         assert format_value("latency_p50_ms", {"value": 12.345, "status": "ok"}) == "12.3"

@@ -12,7 +12,7 @@ from components.core.prompts import (
     QUERY_CLASSIFIER_PROMPT,
     RAG_SYSTEM_PROMPT,
 )
-from components.services.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline
+from components.services.pipeline_loader import ALLOWED_MODULES, PIPELINES_DIR, load_pipeline, load_pipeline_dict
 
 pytestmark = pytest.mark.integration
 
@@ -102,3 +102,35 @@ def test_environment_overrides_reach_the_components(env):
     assert pipeline.get_component("budgeter").max_context_tokens == 2000
     assert pipeline.get_component("dedup").threshold == 0.8
     assert pipeline.get_component("budgeter").default_model == "qwen3:8b"
+
+
+def test_reader_embeds_sentences_with_the_query_embedders_model(env):
+    """The reading step of query.yml embeds sentences with the query embedder's model settings: one loaded model,
+    and a change of embedding backend made in the YAML applies to both or the test says so."""
+    data = load_pipeline_dict("query", env=env)["components"]
+    query_embedder, sentence_embedder = data["embedder"], data["sentence_embedder"]
+    shared = (
+        "model",
+        "local_files_only",
+        "model_kwargs",
+        "device",
+        "backend",
+        "trust_remote_code",
+        "truncate_dim",
+        "revision",
+    )
+    assert {key: query_embedder["init_parameters"].get(key) for key in shared} == {
+        key: sentence_embedder["init_parameters"].get(key) for key in shared
+    }
+    # The same embedder family (e.g. SentenceTransformers{Text,Document}Embedder): only text vs document differs.
+    family = re.compile(r"(text|document)_embedder|(Text|Document)Embedder")
+    assert family.sub("", query_embedder["type"]) == family.sub("", sentence_embedder["type"])
+    pipeline = load_pipeline("query", env=env)
+    pipeline.warm_up()
+    query_model, sentence_model = pipeline.get_component("embedder"), pipeline.get_component("sentence_embedder")
+    # One ONNX Runtime session for equal settings: one loaded model, and sentence vectors comparable to the query's.
+    assert query_model._encoder is sentence_model._encoder
+    receivers = {(sender, receiver) for sender, receiver in pipeline.graph.edges()}
+    assert {("embedder", "answerer"), ("sentence_embedder", "answerer"), ("answerer", "confidence")} <= receivers
+    # The Ollama pipeline keeps its own answerer and has no reading step.
+    assert "sentence_embedder" not in load_pipeline_dict("query_ollama", env=env)["components"]

@@ -71,3 +71,41 @@ class TestHybridConfidenceScorer:
     def test_rejects_bad_llm_score(self):
         with pytest.raises(ValueError):
             HybridConfidenceScorer().run(answer="a", documents=[], context="", llm_score=150)
+
+    def test_run_reader_evidence_is_the_coverage(self):
+        scorer = HybridConfidenceScorer()
+        answered = scorer.run(
+            answer="Employees receive 27 vacation days. [SourceId: hr:2]",
+            documents=_docs(0.6),
+            context=CONTEXT,
+            evidence={"support": 0.9, "answered": True},
+        )["confidence"]
+        # (0.6*30 + 0.9*40) / 70 * 100 = 77.14: the reader's support replaces the key-phrase coverage (1.0).
+        assert answered == {"overall": 77, "retrieval_score": 0.6, "coverage_score": 0.9, "llm_score": None}
+        declined = scorer.run(
+            answer=INSUFFICIENT_INFORMATION_ANSWER,
+            documents=_docs(0.6),
+            context=CONTEXT,
+            evidence={"support": 0.4, "answered": False},
+        )["confidence"]
+        # A decline keeps its (lower) support, so declines are ranked too, always below an answer on equal retrieval.
+        assert declined["coverage_score"] == 0.4 and declined["overall"] == 48 < answered["overall"]
+        with_llm = scorer.run(
+            answer="x", documents=_docs(0.6), context=CONTEXT, llm_score=50, evidence={"support": 0.9}
+        )
+        assert with_llm["confidence"]["overall"] == 69  # 18 + 36 + 15: the 30/40/30 contract is unchanged
+
+    def test_run_evidence_without_context_or_support(self):
+        scorer = HybridConfidenceScorer()
+        out = scorer.run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=[], context="", evidence={"support": 0.7})
+        assert out["confidence"]["coverage_score"] == 0.0 and out["confidence"]["overall"] == 0
+        # Empty evidence (a backend without a reader) falls back to the key-phrase coverage.
+        assert (
+            scorer.run(
+                answer="Employees receive 27 vacation days.", documents=_docs(0.6), context=CONTEXT, evidence={}
+            )["confidence"]["coverage_score"]
+            == 1.0
+        )
+        for bad in ({"support": 1.5}, {"support": "high"}, {"answered": True}):
+            with pytest.raises(ValueError, match="evidence.support"):
+                scorer.run(answer="x", documents=_docs(0.6), context=CONTEXT, evidence=bad)

@@ -1,0 +1,374 @@
+"""
+``SentenceReader``: the embedded answer backend's reading step (docs/contract-reader.md).
+No LLM and no model of its own: it reads the query embedding computed by the
+pipeline's query embedder and the sentence embeddings computed by the pipeline's
+sentence embedder (same model settings), so the same context and query always give
+the same answer.
+
+For every context sentence (from :class:`components.preprocessors.context_sentence_splitter.ContextSentenceSplitter`):
+
+* ``similarity``: cosine similarity of the sentence's embedding to the query's;
+* ``lexical``: the share of the query's content-term weight the sentence contains, a
+  term weighing ``log(1 + N / (1 + df))`` over the N context sentences, so a rare,
+  specific query word counts more than a common one, and a query word absent from the
+  whole context weighs most of all;
+* ``exact``: the share of the query's *exact terms* the sentence contains verbatim:
+  numbers, option names (``--foo``, ``-x``), identifiers (``max_size``, ``os.path``,
+  ``CamelCase``), quoted strings and capitalised names. 0 when the query has none.
+
+``score = similarity + lexical_weight * lexical + exact_weight * exact``. The answer is
+the best sentence, plus the next best when it scores within ``second_sentence_gap`` of
+it (at most ``max_sentences``, within ``max_answer_chars``), in document order, each
+followed by its ``[SourceId: ...]``.
+
+Declining is a decision on the same evidence: ``decision = best score + margin_weight *
+margin`` (``margin``: the best score minus the best score of any other sentence, i.e.
+how clearly one sentence stands out). Below ``min_decision_score`` the answer is the
+specification's "I don't have enough information ..." sentence.
+
+The ``evidence`` output carries the figures and ``support``, the decision mapped
+monotonically onto 0-1 with ``support_at_threshold`` at the decline boundary, which
+:class:`components.scorers.hybrid_confidence_scorer.HybridConfidenceScorer` uses as its coverage part.
+"""
+
+import math
+import re
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.core.errors import ModelUnavailableError
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, words
+
+READER_MODEL_NAME = "extractive"
+
+# Exact terms of a query (see the module doc): matched verbatim, case-sensitively, in a sentence.
+_OPTION_RE = re.compile(r"(?<![\w-])--?[A-Za-z][A-Za-z0-9_-]*")
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*%?")
+_IDENTIFIER_RE = re.compile(
+    r"\b[A-Za-z_][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"
+)
+_QUOTED_RE = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
+_NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
+
+
+def exact_terms(query: str) -> list[str]:
+    """
+    The query's exact terms, in order, without duplicates: option names, numbers,
+    identifiers, quoted strings, and capitalised words other than a sentence's first word
+    (names, acronyms). Stopwords are never names ("What does The ..." asks nothing by "The").
+    """
+    found: dict[str, None] = {}
+    for pattern in (_OPTION_RE, _NUMBER_RE, _IDENTIFIER_RE):
+        for match in pattern.finditer(query):
+            found[match.group(0).rstrip(".,")] = None
+    quoted = []
+    for match in _QUOTED_RE.finditer(query):
+        found[match.group(1).strip()] = None
+        quoted.append(match.span())
+    # A sentence's first word is capitalised anyway (a clarified query folds several sentences into one).
+    sentence_starts = {match.start(1) for match in re.finditer(r"(?:^|[.!?]\s+)\W*(\w+)", query)}
+    for match in _NAME_RE.finditer(query):
+        # A word inside a quoted string belongs to that one term.
+        if match.start() in sentence_starts or any(start <= match.start() < end for start, end in quoted):
+            continue
+        name = re.sub(r"['’]s$", "", match.group(0))
+        if name.lower() not in STOPWORDS and len(name) > 1:
+            found[name] = None
+    return [term for term in found if term]
+
+
+# A sentence with one of these among its first words refers back to the sentence before it ("In 2022 it was
+# moved ..."); it is read together with that sentence's words (see ``SentenceReader.score_sentences``).
+_ANAPHORS = frozenset(
+    {"it", "its", "he", "his", "she", "her", "they", "their", "them", "this", "these", "those", "there"}
+)
+_ANAPHOR_WINDOW = 4
+
+
+def refers_back(sentence: str) -> bool:
+    """Whether a pronoun among the sentence's first words points to the sentence before it."""
+    return any(word in _ANAPHORS for word in words(sentence)[:_ANAPHOR_WINDOW])
+
+
+def contains_exact(sentence: str, term: str) -> bool:
+    """Whether ``term`` occurs in ``sentence`` verbatim, not as part of a longer word or number."""
+    # Not inside a longer word, option or number: "--retries" is not in "--retries-max", "11" not in "11.5".
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?!\w|[-.,:]\w)", sentence) is not None
+
+
+def cosines(query_embedding: list[float], embeddings: list[list[float] | None]) -> list[float]:
+    """Cosine similarity of each embedding to the query's; 0 for a missing or all-zero vector."""
+    present = [index for index, embedding in enumerate(embeddings) if embedding]
+    result = [0.0] * len(embeddings)
+    if not present or not query_embedding:
+        return result
+    matrix = np.asarray([embeddings[index] for index in present], dtype=np.float64)
+    query = np.asarray(query_embedding, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    values = np.divide(matrix @ query, norms, out=np.zeros(len(present)), where=norms > 0)
+    for index, value in zip(present, values.tolist()):
+        result[index] = value
+    return result
+
+
+@component
+class SentenceReader:
+    """
+    Usage:
+    ```python
+    reader = SentenceReader()
+    out = reader.run(query="How many vacation days do employees get?", query_embedding=query_vector,
+                     sentences=embedded_sentences)
+    out["answer"]    # "Employees receive 25 vacation days per year. [SourceId: hr-handbook:2]"
+    out["evidence"]  # {"support": 0.91, "decision": 0.83, "similarity": 0.71, "margin": 0.12, ...}
+    ```
+    """
+
+    def __init__(
+        self,
+        lexical_weight: float = 0.2,
+        exact_weight: float = 0.1,
+        margin_weight: float = 1.0,
+        missing_term_penalty: float = 0.4,
+        min_decision_score: float = 0.75,
+        second_sentence_gap: float = 0.25,
+        support_at_threshold: float = 0.8,
+        max_sentences: int = 2,
+        max_answer_chars: int = 700,
+        insufficient_answer: str = INSUFFICIENT_INFORMATION_ANSWER,
+        model_name: str = READER_MODEL_NAME,
+    ) -> None:
+        """
+        :param lexical_weight: Weight of the query's IDF-weighted term coverage in a sentence's score.
+        :param exact_weight: Weight of the share of the query's exact terms (numbers, options, names) a sentence holds.
+        :param margin_weight: Weight of the best sentence's lead over the runner-up in the decline decision.
+        :param missing_term_penalty: Subtracted from the decision score, times the share of the query's exact terms
+            that the whole context never contains (a question naming what the documents never mention).
+        :param min_decision_score: Below this decision score the reader declines.
+        :param second_sentence_gap: A second sentence is added when it scores within this of the best one.
+        :param support_at_threshold: ``evidence.support`` at the decline boundary (0-1); answered questions get
+            more, declined ones less.
+        :param max_sentences: Most sentences in an answer.
+        :param max_answer_chars: Length budget of an answer (SourceId markers included); the best sentence is
+            always kept.
+        :param insufficient_answer: The answer when the reader declines.
+        :param model_name: Reported as ``model_used``; the only ``model`` a request may name for this backend.
+        """
+        for name, value in {
+            "lexical_weight": lexical_weight,
+            "exact_weight": exact_weight,
+            "margin_weight": margin_weight,
+            "missing_term_penalty": missing_term_penalty,
+            "second_sentence_gap": second_sentence_gap,
+        }.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}.")
+        if not isinstance(min_decision_score, (int, float)) or isinstance(min_decision_score, bool):
+            raise ValueError(f"min_decision_score must be a number, got {min_decision_score!r}.")
+        if not isinstance(support_at_threshold, (int, float)) or not 0.0 < float(support_at_threshold) < 1.0:
+            raise ValueError(f"support_at_threshold must be in (0, 1), got {support_at_threshold!r}.")
+        if not isinstance(max_sentences, int) or isinstance(max_sentences, bool) or max_sentences < 1:
+            raise ValueError(f"max_sentences must be a positive integer, got {max_sentences!r}.")
+        if not isinstance(max_answer_chars, int) or max_answer_chars < 50:
+            raise ValueError(f"max_answer_chars must be an integer >= 50, got {max_answer_chars!r}.")
+        if not insufficient_answer or not model_name:
+            raise ValueError("insufficient_answer and model_name must be non-empty.")
+        self.lexical_weight = float(lexical_weight)
+        self.exact_weight = float(exact_weight)
+        self.margin_weight = float(margin_weight)
+        self.missing_term_penalty = float(missing_term_penalty)
+        self.min_decision_score = float(min_decision_score)
+        self.second_sentence_gap = float(second_sentence_gap)
+        self.support_at_threshold = float(support_at_threshold)
+        self.max_sentences = max_sentences
+        self.max_answer_chars = max_answer_chars
+        self.insufficient_answer = insufficient_answer
+        self.model_name = model_name
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(
+            self,
+            lexical_weight=self.lexical_weight,
+            exact_weight=self.exact_weight,
+            margin_weight=self.margin_weight,
+            missing_term_penalty=self.missing_term_penalty,
+            min_decision_score=self.min_decision_score,
+            second_sentence_gap=self.second_sentence_gap,
+            support_at_threshold=self.support_at_threshold,
+            max_sentences=self.max_sentences,
+            max_answer_chars=self.max_answer_chars,
+            insufficient_answer=self.insufficient_answer,
+            model_name=self.model_name,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SentenceReader":
+        """Deserialize the component."""
+        return default_from_dict(cls, data)
+
+    def health(self) -> dict[str, Any]:
+        """The backend's health, for the service's health check (always reachable: it is in-process)."""
+        return {"backend": "extractive", "model": self.model_name, "reachable": True}
+
+    def score_sentences(
+        self, query: str, query_embedding: list[float], sentences: list[Document]
+    ) -> list[dict[str, Any]]:
+        """
+        Every sentence's evidence, in the order given: ``{sentence, similarity, lexical, exact, score}``.
+        Sentences without an embedding get similarity 0 (they can still win on lexical evidence).
+        A sentence that refers back with a pronoun ("In 2022 it was moved ...") is matched lexically together
+        with the sentence before it in the same chunk, whose words name what the pronoun stands for.
+        """
+        if not sentences:
+            return []
+        query_terms = list(dict.fromkeys(content_words(query)))
+        texts = []
+        for index, sentence in enumerate(sentences):
+            text = sentence.content or ""
+            previous = sentences[index - 1] if index else None
+            if previous is not None and _source(previous) == _source(sentence) and refers_back(text):
+                text = f"{previous.content or ''} {text}"
+            texts.append(text)
+        terms_of = [set(content_words(text)) for text in texts]
+        frequency = Counter(term for terms in terms_of for term in set(query_terms) & terms)
+        weights = {term: math.log(1.0 + len(sentences) / (1.0 + frequency[term])) for term in query_terms}
+        total = sum(weights.values())
+        exact = exact_terms(query)
+        similarities = cosines(query_embedding, [sentence.embedding for sentence in sentences])
+        scored = []
+        for sentence, text, terms, similarity in zip(sentences, texts, terms_of, similarities):
+            lexical = sum(weights[term] for term in query_terms if term in terms) / total if total else 0.0
+            exact_share = sum(1 for term in exact if contains_exact(text, term)) / len(exact) if exact else 0.0
+            score = similarity + self.lexical_weight * lexical + self.exact_weight * exact_share
+            scored.append(
+                {
+                    "sentence": sentence,
+                    "similarity": similarity,
+                    "lexical": lexical,
+                    "exact": exact_share,
+                    "score": score,
+                }
+            )
+        return scored
+
+    def support(self, decision: float) -> float:
+        """
+        The decision score mapped onto 0-1, monotonically: ``support_at_threshold`` at ``min_decision_score``,
+        linear to 0 at decision 0 below it and to 1 at decision ``min_decision_score + 1`` above it.
+        """
+        threshold, at = self.min_decision_score, self.support_at_threshold
+        if decision >= threshold:
+            return min(1.0, at + (1.0 - at) * (decision - threshold))
+        if threshold <= 0:
+            return 0.0
+        return max(0.0, at * decision / threshold)
+
+    def read(self, query: str, query_embedding: list[float], sentences: list[Document]) -> tuple[str, dict[str, Any]]:
+        """The answer and its evidence (see the module doc)."""
+        scored = self.score_sentences(query, query_embedding, sentences)
+        # Repeated sentences (overlapping chunks) count once: the first occurrence in context order.
+        unique: dict[str, dict[str, Any]] = {}
+        for entry in scored:
+            unique.setdefault(" ".join(words(entry["sentence"].content)), entry)
+        ranked = sorted(unique.values(), key=lambda entry: (-round(entry["score"], 9), _order(entry["sentence"])))
+        if not ranked:
+            evidence = {
+                "support": 0.0,
+                "decision": 0.0,
+                "similarity": 0.0,
+                "margin": 0.0,
+                "lexical": 0.0,
+                "exact": 0.0,
+                "missing_terms": 0.0,
+                "sentences": 0,
+                "answered": False,
+            }
+            return self.insufficient_answer, evidence
+        best = ranked[0]
+        margin = best["score"] - ranked[1]["score"] if len(ranked) > 1 else 0.0
+        terms = exact_terms(query)
+        missing = sum(
+            1 for term in terms if not any(contains_exact(entry["sentence"].content or "", term) for entry in scored)
+        )
+        missing_share = missing / len(terms) if terms else 0.0
+        decision = best["score"] + self.margin_weight * max(0.0, margin) - self.missing_term_penalty * missing_share
+        answered = decision >= self.min_decision_score
+        evidence = {
+            "support": round(self.support(decision), 6),
+            "decision": round(decision, 6),
+            "similarity": round(best["similarity"], 6),
+            "margin": round(margin, 6),
+            "lexical": round(best["lexical"], 6),
+            "exact": round(best["exact"], 6),
+            "missing_terms": round(missing_share, 6),
+            "sentences": len(sentences),
+            "answered": answered,
+        }
+        if not answered:
+            return self.insufficient_answer, evidence
+        chosen = [best]
+        length = len(_part(best["sentence"]))
+        for entry in ranked[1:]:
+            if len(chosen) == self.max_sentences or entry["score"] < best["score"] - self.second_sentence_gap:
+                break
+            added = len(_part(entry["sentence"])) + 1
+            if length + added <= self.max_answer_chars:
+                chosen.append(entry)
+                length += added
+        chosen.sort(key=lambda entry: _order(entry["sentence"]))
+        return " ".join(_part(entry["sentence"]) for entry in chosen), evidence
+
+    @component.output_types(answer=str, model_used=str, generation_time_ms=float, evidence=dict[str, Any])
+    def run(
+        self,
+        query: str,
+        sentences: list[Document],
+        query_embedding: list[float] | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """
+        :param query: The question (the retrieval query, which folds in a clarified turn).
+        :param sentences: The context sentences with their embeddings (``meta.source_id``, ``chunk_rank``,
+            ``position`` as the splitter sets them).
+        :param query_embedding: The query's embedding from the pipeline's query embedder (same model as the
+            sentences'); without it only lexical evidence counts.
+        :param model: Must be ``None`` or this backend's ``model_name``: an LLM name is refused, never served
+            silently by extraction.
+        :returns: ``answer``, ``model_used``, ``generation_time_ms`` and ``evidence`` (see the module doc).
+        :raises ModelUnavailableError: If a request names an LLM.
+        """
+        if model not in (None, self.model_name):
+            raise ModelUnavailableError(
+                f"Model '{model}' is not served: this pipeline answers with the built-in extractive backend. "
+                "Omit `model`, or run the Ollama pipeline (pipelines/query_ollama.yml) to use an LLM."
+            )
+        started = time.perf_counter()
+        answer, evidence = self.read(query, query_embedding or [], sentences)
+        return {
+            "answer": answer,
+            "model_used": self.model_name,
+            "generation_time_ms": (time.perf_counter() - started) * 1000.0,
+            "evidence": evidence,
+        }
+
+
+def _order(sentence: Document) -> tuple[int, int]:
+    """Document order: the chunk's place in the context, then the sentence's place in its chunk."""
+    meta = sentence.meta or {}
+    return int(meta.get("chunk_rank", 0)), int(meta.get("position", 0))
+
+
+def _source(sentence: Document) -> str:
+    """The SourceId of the chunk a sentence comes from."""
+    return str((sentence.meta or {}).get("source_id", ""))
+
+
+def _part(sentence: Document) -> str:
+    """A sentence followed by its chunk's SourceId marker."""
+    return f"{sentence.content} {source_id_marker((sentence.meta or {}).get('source_id', sentence.id))}"

@@ -1,0 +1,253 @@
+"""SentenceReader: semantic + lexical sentence selection and the decline decision (docs/contract-reader.md).
+
+The unit tests use hand-made vectors; the integration tests run the served reading step of
+``pipelines/query.yml`` (splitter -> sentence embedder -> reader, with the real embedding model and the
+YAML's parameters) on a hand-written test set, a few cases per failure mode: negation, numbers and
+option defaults, lists, answers that span two sentences, and questions the context does not answer.
+"""
+
+import pytest
+from haystack import Document, Pipeline
+
+from components.core.errors import ModelUnavailableError
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.generators.sentence_reader import SentenceReader, contains_exact, exact_terms
+from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
+
+
+def _sentence(text: str, vector: list[float], source_id: str = "doc:0", rank: int = 0, position: int = 0) -> Document:
+    return Document(
+        content=text, embedding=vector, meta={"source_id": source_id, "chunk_rank": rank, "position": position}
+    )
+
+
+def _sentences() -> list[Document]:
+    return [
+        _sentence("Full-time employees receive 27 days of paid annual leave.", [1.0, 0.0, 0.0], "hr:2", 0, 0),
+        _sentence("Up to 5 unused days may be carried over.", [0.6, 0.8, 0.0], "hr:2", 0, 1),
+        _sentence("Economy class is required for flights under six hours.", [0.0, 0.0, 1.0], "travel:1", 1, 0),
+    ]
+
+
+@pytest.mark.unit
+class TestSentenceReader:
+    def test_init(self):
+        reader = SentenceReader()
+        assert reader.max_sentences == 2 and reader.insufficient_answer == INSUFFICIENT_INFORMATION_ANSWER
+        for bad in (
+            {"lexical_weight": -1},
+            {"support_at_threshold": 1.0},
+            {"max_sentences": 0},
+            {"max_answer_chars": 10},
+            {"min_decision_score": "high"},
+            {"model_name": ""},
+        ):
+            with pytest.raises(ValueError):
+                SentenceReader(**bad)
+
+    def test_to_dict(self):
+        params = SentenceReader(min_decision_score=0.6).to_dict()["init_parameters"]
+        assert params["min_decision_score"] == 0.6 and params["model_name"] == "extractive"
+        assert set(params) >= {
+            "lexical_weight",
+            "exact_weight",
+            "margin_weight",
+            "missing_term_penalty",
+            "second_sentence_gap",
+        }
+
+    def test_from_dict(self):
+        reader = SentenceReader.from_dict(SentenceReader(second_sentence_gap=0.1, max_sentences=3).to_dict())
+        assert (reader.second_sentence_gap, reader.max_sentences) == (0.1, 3)
+
+    def test_run_answers_with_the_best_sentence_and_its_source_id(self):
+        out = SentenceReader(second_sentence_gap=0.0).run(
+            query="How many days of annual leave do employees get?",
+            query_embedding=[1.0, 0.0, 0.0],
+            sentences=_sentences(),
+        )
+        assert out["answer"] == "Full-time employees receive 27 days of paid annual leave. [SourceId: hr:2]"
+        assert out["model_used"] == "extractive" and out["generation_time_ms"] >= 0
+        evidence = out["evidence"]
+        assert evidence["answered"] is True and evidence["similarity"] == pytest.approx(1.0)
+        assert evidence["support"] >= 0.8 and evidence["sentences"] == 3
+
+    def test_run_second_sentence_in_document_order(self):
+        # The carry-over sentence scores close to the best one: both, in the order they stand in the chunk.
+        query = "annual leave days carried over"
+        out = SentenceReader(second_sentence_gap=0.5).run(
+            query=query, query_embedding=[0.8, 0.6, 0.0], sentences=_sentences()[::-1]
+        )
+        assert out["answer"] == (
+            "Full-time employees receive 27 days of paid annual leave. [SourceId: hr:2] "
+            "Up to 5 unused days may be carried over. [SourceId: hr:2]"
+        )
+        assert (
+            SentenceReader(second_sentence_gap=0.5, max_answer_chars=80)
+            .run(query=query, query_embedding=[0.8, 0.6, 0.0], sentences=_sentences())["answer"]
+            .count("[SourceId:")
+            == 1
+        )
+
+    def test_run_declines_below_the_decision_score(self):
+        reader = SentenceReader()
+        out = reader.run(query="What is the parking fee?", query_embedding=[0.0, -1.0, 0.0], sentences=_sentences())
+        assert out["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        assert out["evidence"]["answered"] is False and out["evidence"]["support"] < reader.support_at_threshold
+        empty = reader.run(query="annual leave", query_embedding=[1.0, 0.0, 0.0], sentences=[])
+        assert empty["answer"] == INSUFFICIENT_INFORMATION_ANSWER and empty["evidence"]["support"] == 0.0
+
+    def test_run_support_is_monotone_in_the_decision(self):
+        reader = SentenceReader(min_decision_score=0.75, support_at_threshold=0.8)
+        values = [reader.support(decision) for decision in (-0.2, 0.0, 0.3, 0.74, 0.75, 0.9, 1.2, 3.0)]
+        assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
+        assert reader.support(0.75) == pytest.approx(0.8) and reader.support(0.7499) < 0.8
+
+    def test_run_missing_exact_term_lowers_the_decision(self):
+        sentences = [_sentence("The --retries option sets how often a download is retried.", [1.0, 0.0, 0.0])]
+        reader = SentenceReader(missing_term_penalty=0.4)
+        known = reader.run(query="What does --retries set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)[
+            "evidence"
+        ]
+        unknown = reader.run(query="What does --frobnicate set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)[
+            "evidence"
+        ]
+        assert known["missing_terms"] == 0.0 and unknown["missing_terms"] == 1.0
+        # similarity 1 + lexical share + exact-term bonus (known only) - the missing-term penalty (unknown only)
+        assert known["decision"] == pytest.approx(1.0 + 0.2 * known["lexical"] + 0.1)
+        assert unknown["decision"] == pytest.approx(1.0 + 0.2 * unknown["lexical"] - 0.4)
+
+    def test_run_is_deterministic(self):
+        reader = SentenceReader()
+        answers = {
+            reader.run(query="leave days", query_embedding=[0.9, 0.4, 0.1], sentences=_sentences())["answer"]
+            for _ in range(3)
+        }
+        assert len(answers) == 1
+
+    def test_run_refuses_llm_models(self):
+        reader = SentenceReader()
+        assert reader.run(query="leave", sentences=_sentences(), model="extractive")["model_used"] == "extractive"
+        with pytest.raises(ModelUnavailableError, match="query_ollama.yml"):
+            reader.run(query="leave", sentences=_sentences(), model="llama3.2")
+
+    def test_exact_terms(self):
+        assert exact_terms("What is the default of --retries and -x in wget 1.21?") == ["--retries", "-x", "1.21"]
+        assert exact_terms('Where did Rollo sign the "Treaty of Saint-Clair"?') == ["Treaty of Saint-Clair", "Rollo"]
+        assert exact_terms("How do I set max_size in os.path?") == ["max_size", "os.path"]
+        assert exact_terms("what is the refund policy?") == []
+        # A clarified query folds the previous question in: sentence-initial words and stopwords are not names.
+        assert exact_terms("How much leave do employees get? And what about part-time staff in Berlin?") == ["Berlin"]
+        assert contains_exact("Use --retries=3.", "--retries") and not contains_exact("Use --retries-max.", "--retries")
+        assert contains_exact("It took 11 days.", "11") and not contains_exact("It took 110 days.", "11")
+        assert not contains_exact("It took 11.5 days.", "11")
+
+
+# --------------------------------------------------------------------------- the served reading step
+
+
+@pytest.fixture(scope="module")
+def reading_step(tmp_path_factory) -> Pipeline:
+    """The query YAML's embedder, sentence splitter, sentence embedder and reader, wired as in query.yml."""
+    components = load_pipeline_dict("query", env={"SOURCEBOUND_DATA_DIR": str(tmp_path_factory.mktemp("reader"))})[
+        "components"
+    ]
+    data = {
+        "components": {name: components[name] for name in ("embedder", "sentences", "sentence_embedder", "answerer")},
+        "connections": [
+            {"sender": "sentences.sentences", "receiver": "sentence_embedder.documents"},
+            {"sender": "sentence_embedder.documents", "receiver": "answerer.sentences"},
+            {"sender": "embedder.embedding", "receiver": "answerer.query_embedding"},
+        ],
+    }
+    pipeline = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+    pipeline.warm_up()
+    return pipeline
+
+
+def _read(pipeline: Pipeline, query: str, *chunks: str) -> dict:
+    documents = [
+        Document(id=f"doc-{index}:0", content=text, score=0.6, meta={"document_id": f"doc-{index}", "chunk_index": 0})
+        for index, text in enumerate(chunks)
+    ]
+    result = pipeline.run(
+        {"embedder": {"text": query}, "sentences": {"documents": documents}, "answerer": {"query": query}}
+    )
+    return result["answerer"]
+
+
+HANDBOOK = (
+    "Full-time employees are eligible for the annual bonus after six months of service. "
+    "Contractors are not eligible for the annual bonus or for paid overtime. "
+    "The bonus is paid out every March together with the salary."
+)
+TIERS = (
+    "The free tier allows 100 requests per minute for each API key. "
+    "The premium tier allows 5000 requests per minute and adds priority support. "
+    "Requests above the limit are answered with HTTP status 429."
+)
+MANUAL = (
+    "--retries=NUMBER\n    Set the number of retries to NUMBER. The default is to retry 20 times.\n\n"
+    "--timeout=SECONDS\n    Set the network timeout to SECONDS seconds. The default timeout is 900 seconds.\n\n"
+    "-q, --quiet\n    Turn off the program's output."
+)
+EQUIPMENT = (
+    "Every new engineer receives a laptop with 32 GB of memory, two external monitors and a noise-cancelling headset. "
+    "Equipment is ordered by the IT desk during the first week. "
+    "Lost equipment must be reported to security within 24 hours."
+)
+ATLAS = (
+    "The Atlas service was launched in 2019 to store design documents. "
+    "In 2022 it was moved to the Frankfurt data centre to meet data-residency rules. "
+    "Atlas is owned by the platform team."
+)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+class TestSentenceReaderFailureModes:
+    def test_run_negation(self, reading_step):
+        out = _read(reading_step, "Are contractors eligible for the annual bonus?", HANDBOOK)
+        assert "Contractors are not eligible for the annual bonus" in out["answer"] and out["evidence"]["answered"]
+
+    def test_run_numbers(self, reading_step):
+        out = _read(reading_step, "How many requests per minute does the premium tier allow?", TIERS)
+        assert "The premium tier allows 5000 requests per minute" in out["answer"]
+
+    def test_run_option_defaults(self, reading_step):
+        out = _read(reading_step, "What is the default number of retries for --retries?", MANUAL)
+        assert "The default is to retry 20 times." in out["answer"]
+        out = _read(reading_step, "What is the default --timeout?", MANUAL)
+        assert "The default timeout is 900 seconds." in out["answer"]
+
+    def test_run_lists(self, reading_step):
+        out = _read(reading_step, "What equipment does a new engineer get?", EQUIPMENT)
+        assert "two external monitors and a noise-cancelling headset" in out["answer"]
+
+    def test_run_two_sentence_answer(self, reading_step):
+        out = _read(reading_step, "When was the Atlas service launched and when was it moved to Frankfurt?", ATLAS)
+        assert (
+            "launched in 2019" in out["answer"] and "In 2022 it was moved to the Frankfurt data centre" in out["answer"]
+        )
+        # Document order, each sentence followed by its SourceId.
+        assert (
+            out["answer"].index("2019") < out["answer"].index("2022")
+            and out["answer"].count("[SourceId: doc-0:0]") == 2
+        )
+
+    def test_run_unanswerable(self, reading_step):
+        for query, chunks in [
+            ("What is the parking fee at the Berlin office?", (HANDBOOK, TIERS)),
+            ("What does the --frobnicate option do?", (MANUAL,)),
+            ("Who founded the Atlas service in 1987?", (ATLAS, EQUIPMENT)),
+        ]:
+            out = _read(reading_step, query, *chunks)
+            assert out["answer"] == INSUFFICIENT_INFORMATION_ANSWER, (query, out["evidence"])
+            assert out["evidence"]["answered"] is False and out["evidence"]["support"] < 0.8
+
+    def test_run_answerable_outscore_unanswerable(self, reading_step):
+        answerable = _read(reading_step, "How many requests per minute does the free tier allow?", TIERS)["evidence"]
+        unanswerable = _read(reading_step, "How many requests per minute does the enterprise tier allow?", TIERS)[
+            "evidence"
+        ]
+        assert answerable["support"] > unanswerable["support"]
