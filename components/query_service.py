@@ -210,7 +210,7 @@ class QueryService:
             result = self.rag_pipeline.run(data, include_outputs_from={component_name})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).model_dump(mode="json")
+        return RAGResponse.model_validate(result[component_name][socket]).to_json()
 
     async def rag_async(
         self, request: Mapping[str, Any] | RAGRequest, *, streaming_callback: Callable | None = None
@@ -222,7 +222,7 @@ class QueryService:
             result = await self.rag_pipeline.run_async(data, include_outputs_from={component_name})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).model_dump(mode="json")
+        return RAGResponse.model_validate(result[component_name][socket]).to_json()
 
     # ------------------------------------------------------------------ search
 

@@ -23,7 +23,9 @@ alongside it in a top-level ``sourcebound`` object:
 
 The answer is produced in full (cited, scored and routed) before the first byte is sent, so a
 failure is always a proper HTTP error rather than a broken stream, and a stream never shows
-text that the confidence check later routes away. The text is then streamed in small pieces.
+text that the confidence check later routes away: on ROUTE the streamed text is the decline
+(docs/contract.md "Routed answers"), never the LLM's draft. The text is then streamed in small
+pieces; the first token therefore comes after the whole answer is generated and routed.
 """
 
 import re

@@ -96,14 +96,19 @@ class TestQueryPipeline:
     def test_absent_topic_not_enough_information_and_route(self, service):
         response = service.rag({"query": "What is the company policy on bringing dogs to work?", "tenant_id": "acme",
                                 "user_tags": ["hr", "all-staff", "finance"]})
-        assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        # A routed answer is a decline naming whom to ask (docs/contract.md "Routed answers").
+        assert response["answer"].startswith(INSUFFICIENT_INFORMATION_ANSWER)
+        assert f"Please ask {response['route_to']['owner_email']}" in response["answer"]
         assert response["action"] == "ROUTE" and response["grounded"] is False and response["citations"] == []
         assert response["route_to"]["reason"]
 
     def test_generate_no_context(self, service):
         response = service.rag({"query": LEAVE_QUESTION, "tenant_id": "acme", "user_tags": ["tag-nobody-has"]})
         assert response["context_chunks_used"] == 0 and response["context_tokens_used"] == 0
-        assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER and response["action"] == "ROUTE"
+        assert response["answer"] == (
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. No documents you can access matched the question."
+        )
+        assert response["action"] == "ROUTE"
         assert response["route_to"] == {
             "tag": "system", "owner_user_id": None, "owner_email": "admin@company.com",
             "reason": "No relevant context found - routing to admin", "fallback": True,
