@@ -171,7 +171,12 @@ def _routes(container: ServiceContainer) -> APIRouter:
         from hayhooks_app.identity import authorize_write
 
         key_id = authorize_write(
-            container.settings.auth_mode, container.keys, request.headers, tenant_ids={form.tenant_id}, tags=set(form.tags)
+            container.settings.auth_mode,
+            container.keys,
+            request.headers,
+            tenant_ids={form.tenant_id},
+            tags=set(form.tags),
+            user_ids={form.user_id} if form.user_id else None,
         )
         result = await _index_uploads(container, files, form, key_id)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}

@@ -65,7 +65,12 @@ class ServiceWrapper(BasePipelineWrapper):
         )
 
     def authorize_write(
-        self, headers: Headers | None, tenant_ids: set[str], tags: set[str] | None = None, permission: str = "write"
+        self,
+        headers: Headers | None,
+        tenant_ids: set[str],
+        tags: set[str] | None = None,
+        permission: str = "write",
+        user_ids: set[str] | None = None,
     ) -> str | None:
         """Check a change to the index (see ``identity.authorize_write``); returns the key id for the records."""
         return authorize_write(
@@ -75,6 +80,7 @@ class ServiceWrapper(BasePipelineWrapper):
             tenant_ids=tenant_ids,
             tags=tags,
             permission=permission,
+            user_ids=user_ids,
         )
 
 

@@ -23,6 +23,7 @@ The corpus seed and the number of examples can be changed with ``SOURCEBOUND_ACC
 import json
 import os
 import random
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,13 @@ def check_search(result: dict, allowed: list[TestDocument], identity: dict, comp
     return len(result["results"])
 
 
+DECLINE_RE = re.compile(
+    re.escape(INSUFFICIENT) + r" Please ask (?P<contact>\S+?)(?:, the owner of '.*')?\. "
+    r"(?:Documents found that may be related: (?P<names>.+)\.|No documents you can access matched the question\.)",
+    re.DOTALL,
+)
+
+
 def check_answer(answer: str, rag: dict, allowed: list[TestDocument], identity: dict) -> int:
     """``rag``: the RAGResponse fields besides the answer (citations, route_to, ...)."""
     by_id = {document.document_id: document for document in allowed}
@@ -188,9 +196,20 @@ def check_answer(answer: str, rag: dict, allowed: list[TestDocument], identity: 
         assert citation["document_id"] in by_id, f"citation leaked {citation['document_id']} to {identity}"
         assert citation["source_id"] == f"{citation['document_id']}:{citation['chunk_index']}"
         assert normalise_space(citation["snippet_full"]) in normalise_space(by_id[citation["document_id"]].content)
+    claims = answer
+    if rag.get("action") == "ROUTE":
+        # A routed answer is a decline (docs/contract.md "Routed answers"): whom to ask, and only the names of
+        # visible documents; none of the draft's sentences.
+        match = DECLINE_RE.fullmatch(answer)
+        assert match, f"routed answer is not a decline: {answer!r}"
+        assert match.group("contact") == rag["route_to"]["owner_email"], (answer, rag["route_to"])
+        names = match.group("names").split("; ") if match.group("names") else []
+        visible_names = {f"name-{document.document_id}" for document in allowed}
+        assert set(names) <= visible_names, f"decline names {set(names) - visible_names}, invisible to {identity}"
+        claims = ""
     # Markers are cut out of the answer's sentences, so compare against the texts without them too.
     contents = [normalise_space(SOURCE_ID_RE.sub(" ", document.content)) for document in allowed]
-    for sentence in answer_sentences(answer):
+    for sentence in answer_sentences(claims):
         assert sentence == INSUFFICIENT or any(sentence in content for content in contents), (
             f"answer sentence {sentence!r} is from no document visible to {identity}"
         )
