@@ -2,10 +2,9 @@
 
 import pytest
 from haystack import Document
-from qdrant_edge import Filter, HasIdCondition
+from qdrant_edge import FieldCondition, Filter
 
 from components.qdrant_edge import FilterError, QdrantEdgeDocumentStore
-from components.qdrant_edge.converters import point_id
 from components.qdrant_edge.filters import convert_filters
 
 
@@ -18,11 +17,12 @@ class TestConvertFilters:
     def test_comparison_is_wrapped_in_a_filter(self):
         assert isinstance(convert_filters({"field": "meta.tenant_id", "operator": "==", "value": "acme"}), Filter)
 
-    def test_id_uses_point_ids(self):
+    def test_id_matches_the_stored_id(self):
+        # Point ids derive from tenant and id, so `id` matches the payload id (docs/contract.md "Document ids").
         converted = convert_filters({"field": "id", "operator": "in", "value": ["doc-1:0", "doc-1:1"]})
         condition = converted.must[0]
-        assert isinstance(condition, HasIdCondition)
-        assert condition.point_ids == {point_id("doc-1:0"), point_id("doc-1:1")}
+        assert isinstance(condition, FieldCondition) and condition.key == "id"
+        assert list(condition.match.value) == ["doc-1:0", "doc-1:1"]
 
     @pytest.mark.parametrize(
         ("filters", "message"),

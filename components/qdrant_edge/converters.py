@@ -3,9 +3,13 @@ Haystack ``Document`` <-> Qdrant Edge point.
 
 Point layout (one point per document):
 
-- id: ``uuid5(UUID_NAMESPACE, document.id)``; Qdrant ids must be integers or
-  UUIDs, and a deterministic mapping lets ``id`` filters and deletes work
-  without a lookup. The original string id is kept in the payload.
+- id: ``uuid5(UUID_NAMESPACE, json([tenant_id, document.id]))`` for a document
+  whose ``meta.tenant_id`` is a string, else ``uuid5(UUID_NAMESPACE, document.id)``.
+  Qdrant ids must be integers or UUIDs; deriving them from the tenant too makes
+  document ids per tenant (docs/contract.md "Document ids"): the same
+  ``document_id:chunk_index`` in two tenants is two points, and a write never
+  looks at another tenant's points. The original string id is kept in the
+  payload (indexed), which ``id`` filters and ``delete_documents`` match.
 - vectors: ``dense`` (the document's embedding, when it has one) and ``bm25``
   (the document's ``sparse_embedding``, or BM25 computed from ``content``).
 - payload: ``{"id": str, "content": str, "meta": {...}, "_store": {...}}``.
@@ -93,8 +97,17 @@ def access_keys(meta: dict[str, Any]) -> list[str]:
     )
 
 
-def point_id(document_id: str) -> uuid.UUID:
-    """The deterministic point id of a Haystack document id."""
+def point_id(document_id: str, tenant_id: Any = None) -> uuid.UUID:
+    """
+    The deterministic point id of a Haystack document id within its tenant.
+
+    :param document_id: The Haystack id (``document_id:chunk_index`` in sourcebound).
+    :param tenant_id: The document's ``meta.tenant_id``; only a non-empty string takes part (other values keep
+        the plain id, as for documents without a tenant).
+    """
+    if isinstance(tenant_id, str) and tenant_id:
+        # JSON keeps tenant and id apart whatever characters they contain.
+        return uuid.uuid5(UUID_NAMESPACE, json.dumps([tenant_id, document_id], ensure_ascii=False))
     return uuid.uuid5(UUID_NAMESPACE, document_id)
 
 
