@@ -122,6 +122,28 @@ def revoke_key(keys_file: Path, key_id: str) -> bool:
     return True
 
 
+def revoke_where(keys_file: Path, tenant_id: str, user_id: str | None = None) -> int:
+    """
+    Remove every key of a tenant (or, with ``user_id``, the tenant's user keys bound to that user).
+
+    :returns: How many keys were removed (the file is rewritten only when some were).
+    """
+    keys_file = Path(keys_file)
+    if not keys_file.exists():
+        return 0
+    data = _read(keys_file)
+
+    def doomed(entry: dict) -> bool:
+        return entry.get("tenant_id") == tenant_id and (user_id is None or entry.get("user_id") == user_id)
+
+    kept = [entry for entry in data["keys"] if not doomed(entry)]
+    removed = len(data["keys"]) - len(kept)
+    if removed:
+        data["keys"] = kept
+        _write(keys_file, data)
+    return removed
+
+
 def _split(value: str | None) -> list[str] | None:
     if value is None:
         return None

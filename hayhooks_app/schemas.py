@@ -226,6 +226,10 @@ class DeleteTenantRequest(StrictModel):
 class DeleteTenantResult(ResultModel):
     tenant_id: str
     chunks_removed: int
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys.",
+    )
 
 
 class FlagsRequest(StrictModel):
