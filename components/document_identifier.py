@@ -48,6 +48,8 @@ from components.document_identity import (
     access_meta_problems,
     canonical_source,
     content_hash,
+    PUBLIC_ID_PREFIX,
+    PUBLIC_SCOPE,
     derive_document_id,
     normalise_tags,
 )
@@ -127,6 +129,8 @@ class DocumentIdentifier:
             else:
                 source = f"sha256:{meta['source_hash']}"
             meta["document_id"] = derive_document_id(str(meta.get("tenant_id")), source)
+            if meta["scope"] == PUBLIC_SCOPE:
+                meta["document_id"] = PUBLIC_ID_PREFIX + meta["document_id"]
         meta["embedding_model"] = self.embedding_model
         meta["verified"] = bool(meta.get("verified", False))
         meta["tainted"] = bool(meta.get("tainted", False))

@@ -122,6 +122,8 @@ class _IdentityRequest(BaseModel):
     user_id: Identifier | None = None
     project_id: Identifier | None = None
     filters: SearchFilters | None = None
+    # Narrows to one branch of the access rule; omitted: everything visible. It can never widen.
+    scope: Literal["project", "user", "tenant", "public"] | None = None
 
     @field_validator("query")
     @classmethod
@@ -190,6 +192,8 @@ class Citation(BaseModel):
     relevance_score: float = Field(ge=0.0, le=1.0)
     snippet: str
     snippet_full: str
+    # A public (shared, every-tenant) document rather than the requester's own tenant's.
+    public: bool = False
 
 
 class RouteTarget(BaseModel):
@@ -242,6 +246,8 @@ class SearchResult(BaseModel):
     score: float
     snippet: str
     tags: list[str]
+    # A public (shared, every-tenant) document rather than the requester's own tenant's.
+    public: bool = False
 
 
 class SearchMetadata(BaseModel):

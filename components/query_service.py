@@ -147,6 +147,9 @@ class QueryService:
             "project_id": request.project_id,
             "filters": request.filters.model_dump(exclude_none=True) if request.filters else None,
         }
+        if request.scope is not None:
+            # The query scope narrows the access rule like the other options (docs/contract.md "Access rule").
+            values["filters"] = {**(values["filters"] or {}), "scope": request.scope}
         if isinstance(request, RAGRequest):
             values["chat_history"] = (
                 [{"role": message.role, "content": message.content} for message in request.chat_history]

@@ -57,6 +57,8 @@ def to_rag_request(request: ChatCompletionRequest) -> dict[str, Any]:
         rag["model"] = request.llm_model
     if request.max_context_chunks is not None:
         rag["max_context_chunks"] = request.max_context_chunks
+    if request.scope is not None:
+        rag["scope"] = request.scope
     return rag
 
 

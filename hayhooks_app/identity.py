@@ -46,7 +46,8 @@ from hayhooks_app.errors import forbidden, unauthorized, validation_error
 
 logger = logging.getLogger(__name__)
 
-PERMISSIONS = ("read", "write", "admin")
+# "public": may write scope-"public" documents, which every tenant sees (an operator's grant, not a tenant admin's).
+PERMISSIONS = ("read", "write", "admin", "public")
 
 
 def hash_key(key: str) -> str:
@@ -303,6 +304,7 @@ def authorize_write(
     tags: set[str] | None = None,
     permission: str = "write",
     user_ids: set[str] | None = None,
+    public: bool = False,
 ) -> str | None:
     """
     Check that the requester may change the given tenants' documents.
@@ -333,4 +335,6 @@ def authorize_write(
     for user_id in sorted(user_ids or ()):
         if not record.may_act_as(user_id):
             raise forbidden(_delegation_refusal(record, user_id))
+    if public and "public" not in record.permissions:
+        raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
     return record.key_id

@@ -71,6 +71,7 @@ class ServiceWrapper(BasePipelineWrapper):
         tags: set[str] | None = None,
         permission: str = "write",
         user_ids: set[str] | None = None,
+        public: bool = False,
     ) -> str | None:
         """Check a change to the index (see ``identity.authorize_write``); returns the key id for the records."""
         return authorize_write(
@@ -81,6 +82,7 @@ class ServiceWrapper(BasePipelineWrapper):
             tags=tags,
             permission=permission,
             user_ids=user_ids,
+            public=public,
         )
 
 

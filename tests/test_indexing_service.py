@@ -182,7 +182,7 @@ class TestIndexingServiceIndexing:
         texts = [
             {"content": sentences("expense", 30), "tenant_id": "acme", "tags": ["finance"], "document_id": "expenses",
              "document_name": "Expense policy", "source_uri": "https://Help.Example.com/expenses/?utm_source=x",
-             "scope": "project", "project_id": "atlas", "meta": {"language": "en", "artifact_id": "art-1"}},
+             "scope": "project", "project_id": "atlas", "user_id": "u-owner", "meta": {"language": "en", "artifact_id": "art-1"}},
         ]  # fmt: skip
         result = service.index_texts(texts)
         [entry] = result["documents"]

@@ -86,7 +86,7 @@ def filled_store(tmp_path_factory):
         [
             doc("a", tenant_id="acme", tags=["hr", "public"], scope="tenant", n=2, flag=True, day="2024-01-15"),
             doc("b", tenant_id="acme", tags=["it"], scope="user", user_id="u1", n=2.0, flag=False, day="2024-03-01T12:00:00"),
-            doc("c", tenant_id="acme", tags=["it", "hr"], scope="project", project_id="p1", n=2.5, day="2023-12-31"),
+            doc("c", tenant_id="acme", tags=["it", "hr"], scope="project", project_id="p1", user_id="u1", n=2.5, day="2023-12-31"),
             doc("d", tenant_id="globex", tags=["hr"], scope="tenant", n=-1),
             doc("e", tenant_id="acme", tags=[], scope="user", user_id="u2"),
         ]
@@ -175,6 +175,7 @@ class TestFilterSemantics:
                             "conditions": [
                                 {"field": "meta.scope", "operator": "==", "value": "project"},
                                 {"field": "meta.project_id", "operator": "==", "value": project_id},
+                                {"field": "meta.user_id", "operator": "==", "value": user_id},
                             ],
                         },
                     ],
@@ -194,11 +195,21 @@ from components.qdrant_edge.converters import ACCESS_KEYS_PATH  # noqa: E402
 
 
 def access_rule(tenant, tags, branches, extra=(), order=None) -> dict:
-    """The access rule as components.access_rule builds it, with branches as ("tenant",) / ("user", id) / ..."""
+    """
+    The tenant branch of the access rule as components.access_rule builds it, with branches as ("tenant",) /
+    ("user", id) / ("project", id) (owned by "u1": project chunks are private to their owner) / ... "reversed".
+    """
     scope_branches = []
     for branch in branches:
         if branch[0] == "tenant":
             scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
+        elif branch[0] == "project":
+            triple = [
+                {"field": "meta.scope", "operator": "==", "value": "project"},
+                {"field": "meta.project_id", "operator": "==", "value": branch[1]},
+                {"field": "meta.user_id", "operator": "==", "value": "u1"},
+            ]
+            scope_branches.append({"operator": "AND", "conditions": triple if len(branch) == 2 else triple[::-1]})
         else:
             pair = [
                 {"field": "meta.scope", "operator": "==", "value": branch[0]},

@@ -164,3 +164,32 @@ class TestTwoTenantsOverHttp:
         assert [h["snippet"] for h in hits["results"]] == [TEXT["acme"]]
         # Re-indexing it in globex is a plain new index, unaffected by acme's copy.
         assert index(server, "globex")["documents"][0]["status"] == "indexed"
+
+
+@pytest.mark.integration
+class TestAccessKeyMigration:
+    def test_stale_access_keys_are_recomputed_on_open(self, tmp_path):
+        from qdrant_edge import UpdateOperation
+
+        from components.access_rule import AccessRule
+        from components.qdrant_edge.converters import STORE_PAYLOAD_KEY, access_key
+
+        path = str(tmp_path / "qdrant")
+        store = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
+        meta = {"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": "atlas", "user_id": "u1", "document_id": "plan"}
+        store.write_documents([Document(id="plan:0", content="atlas plan", meta=meta, embedding=[1, 0, 0, 0])])
+        owner = AccessRule("acme", ("hr",), user_id="u1", project_id="atlas").to_filters()
+        assert [d.id for d in store.filter_documents(owner)] == ["plan:0"]
+        # The key the previous version wrote for a project chunk (project only, no owner), and its marker.
+        shared = store._shard_state()
+        stale = [access_key("acme", "hr", "project", "atlas", False, False)]
+        shared.shard.update(UpdateOperation.set_payload([point_id("plan:0", "acme")], {"access": stale}, key=STORE_PAYLOAD_KEY))
+        (tmp_path / "qdrant" / document_store_module.POINT_ID_SCHEME_FILE).write_text("tenant-id-v2\n")
+        assert store.filter_documents(owner) == []  # stale keys: the owner would not see it
+        store.close()
+
+        reopened = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
+        assert [d.id for d in reopened.filter_documents(owner)] == ["plan:0"]
+        other_user = AccessRule("acme", ("hr",), user_id="u2", project_id="atlas").to_filters()
+        assert reopened.filter_documents(other_user) == []
+        reopened.close()

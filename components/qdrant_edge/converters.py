@@ -73,6 +73,11 @@ def access_key(tenant_id: str, tag: str, scope: str, audience_id: str, tainted: 
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
+def project_audience(project_id: str, user_id: str) -> str:
+    """The audience id of a project chunk: its project and its owner (docs/contract.md "Access rule")."""
+    return json.dumps([project_id, user_id], ensure_ascii=False, separators=(",", ":"))
+
+
 def access_keys(meta: dict[str, Any]) -> list[str]:
     """
     The access keys a document's meta grants: one per tenant value, tag value and audience (``tenant`` when
@@ -85,7 +90,13 @@ def access_keys(meta: dict[str, Any]) -> list[str]:
     if "user" in scopes:
         audiences += [("user", user_id) for user_id in _strings(meta.get("user_id"))]
     if "project" in scopes:
-        audiences += [("project", project_id) for project_id in _strings(meta.get("project_id"))]
+        # Project chunks are private to their owner within the project: the audience is the pair.
+        audiences += [
+            ("project", project_audience(project_id, user_id))
+            for project_id in _strings(meta.get("project_id"))
+            for user_id in _strings(meta.get("user_id"))
+        ]
+    # "public" chunks grant no key: the public branch of the rule is a plain scope condition.
     tainted, verified = _has_true(meta.get("tainted")), _has_true(meta.get("verified"))
     return sorted(
         {

@@ -137,9 +137,10 @@ PAYLOAD_INDEXES: dict[str, Any] = {
 }
 
 SCROLL_PAGE_SIZE = 1024
-# In the shard folder once its point ids follow converters.point_id (tenant + id); its absence triggers the re-keying.
+# In the shard folder once its point ids follow converters.point_id (tenant + id) and its access keys
+# converters.access_keys (project chunks keyed by project and owner); another content triggers the migration.
 POINT_ID_SCHEME_FILE = "point_id_scheme"
-POINT_ID_SCHEME = "tenant-id-v2"
+POINT_ID_SCHEME = "tenant-id-v2 access-v2"
 _REKEY_BATCH = 256
 DEFAULT_RRF_K = 60
 # The stage names a source-reporting hybrid query puts in ``meta["retrieved_by"]`` (dense first, as the engine).
@@ -263,19 +264,31 @@ class QdrantEdgeDocumentStore:
         """
         shared = self._shard_state()
         marker = Path(shared.path) / POINT_ID_SCHEME_FILE
-        if marker.exists():
+
+        def current() -> bool:
+            return marker.exists() and marker.read_text(encoding="utf-8").strip() == POINT_ID_SCHEME
+
+        if current():
             return
         with shared.lock.write():
-            if marker.exists():
+            if current():
                 return
             started = time.perf_counter()
             moves = {}
+            rekeyed: dict[tuple[str, ...], list[Any]] = {}
             for record in _scroll_all(shared, None, with_payload=True):
                 payload = record.payload or {}
                 old_id = record.id  # the binding converts on every access: read once
-                new_id = point_id(str(payload.get("id", "")), (payload.get("meta") or {}).get("tenant_id"))
+                meta = payload.get("meta") or {}
+                keys = access_keys(meta)
+                if keys != list((payload.get(STORE_PAYLOAD_KEY) or {}).get("access") or []):
+                    rekeyed.setdefault(tuple(keys), []).append(old_id)
+                new_id = point_id(str(payload.get("id", "")), meta.get("tenant_id"))
                 if str(old_id) != str(new_id):
                     moves[old_id] = new_id
+            # Access keys first (on the old ids), so the moved points carry the new keys.
+            for keys, ids in rekeyed.items():
+                shared.shard.update(UpdateOperation.set_payload(ids, {"access": list(keys)}, key=STORE_PAYLOAD_KEY))
             old_ids = list(moves)
             for start in range(0, len(old_ids), _REKEY_BATCH):
                 batch = old_ids[start : start + _REKEY_BATCH]
@@ -289,10 +302,10 @@ class QdrantEdgeDocumentStore:
                 shared.shard.update(UpdateOperation.delete_points(batch))
             shared.flush()
             marker.write_text(POINT_ID_SCHEME + "\n", encoding="utf-8")
-            if old_ids:
+            if old_ids or rekeyed:
                 logger.warning(
-                    "Re-keyed %d points of %s to per-tenant point ids in %.1f s (one-time migration).",
-                    len(old_ids), shared.path, time.perf_counter() - started,
+                    "Migrated %s: %d points to per-tenant point ids, %d access-key sets recomputed, in %.1f s (one-time).",
+                    shared.path, len(old_ids), sum(len(ids) for ids in rekeyed.values()), time.perf_counter() - started,
                 )
 
     def close(self) -> None:

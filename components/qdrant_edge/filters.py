@@ -44,7 +44,7 @@ from qdrant_edge import (
     RangeFloat,
 )
 
-from components.qdrant_edge.converters import ACCESS_KEYS_PATH, access_key
+from components.qdrant_edge.converters import ACCESS_KEYS_PATH, access_key, project_audience
 from components.qdrant_edge.errors import FilterError
 
 COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
@@ -183,11 +183,21 @@ def _audiences(item: Any) -> list[tuple[str, str]] | None:
             audiences += admitted
         return audiences
     if operator == "AND" and len(branches) == 2:
-        for scope, id_field in (("user", "meta.user_id"), ("project", "meta.project_id")):
-            for first, second in (branches, branches[::-1]):
-                audience_id = _comparison(second, id_field, "==")
-                if _comparison(first, "meta.scope", "==") == scope and isinstance(audience_id, str):
-                    return [(scope, audience_id)]
+        for first, second in (branches, branches[::-1]):
+            audience_id = _comparison(second, "meta.user_id", "==")
+            if _comparison(first, "meta.scope", "==") == "user" and isinstance(audience_id, str):
+                return [("user", audience_id)]
+    if operator == "AND" and len(branches) == 3:
+        # scope == "project" AND project_id == P AND user_id == U, in any order (the owner rule).
+        values = {}
+        for branch in branches:
+            for field in ("meta.scope", "meta.project_id", "meta.user_id"):
+                value = _comparison(branch, field, "==")
+                if isinstance(value, str) and field not in values:
+                    values[field] = value
+                    break
+        if len(values) == 3 and values["meta.scope"] == "project":
+            return [("project", project_audience(values["meta.project_id"], values["meta.user_id"]))]
     return None
 
 
