@@ -84,23 +84,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="corpus sizes in chunks")
-    parser.add_argument("--search-requests", type=int, default=300,
-                        help="sequential /search/run requests per size, each paired with the bare search")
-    parser.add_argument("--rag-requests", type=int, default=200,
-                        help="sequential /rag/run requests per size, each paired with the bare RAG retrieval")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16], help="clients for the throughput runs")
+    parser.add_argument(
+        "--search-requests",
+        type=int,
+        default=300,
+        help="sequential /search/run requests per size, each paired with the bare search",
+    )
+    parser.add_argument(
+        "--rag-requests",
+        type=int,
+        default=200,
+        help="sequential /rag/run requests per size, each paired with the bare RAG retrieval",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 4, 16], help="clients for the throughput runs"
+    )
     parser.add_argument("--throughput-seconds", type=float, default=8.0, help="seconds per throughput run")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads of the server and the bare parts")
     parser.add_argument("--store-queries", type=int, default=200, help="store bench: queries per kind")
-    parser.add_argument("--local-queries", type=int, default=20, help="store bench: queries per kind for qdrant-haystack local")
+    parser.add_argument(
+        "--local-queries", type=int, default=20, help="store bench: queries per kind for qdrant-haystack local"
+    )
     parser.add_argument("--indexing-documents", type=int, default=24, help="indexing bench: files in its corpus")
     parser.add_argument("--indexing-rounds", type=int, default=3, help="indexing bench: alternating rounds")
     parser.add_argument("--skip-service", action="store_true")
     parser.add_argument("--skip-store", action="store_true")
     parser.add_argument("--skip-indexing", action="store_true")
-    parser.add_argument("--haystack-copy", action="store_true",
-                        help="serve with Haystack's own pipeline input copies (before the components.pipeline_copy fix)")
-    parser.add_argument("--profile", action="store_true", help="also profile the in-process wrapper path (pyinstrument)")
+    parser.add_argument(
+        "--haystack-copy",
+        action="store_true",
+        help="serve with Haystack's own pipeline input copies (before the components.services.pipeline_copy fix)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also profile the in-process wrapper path (pyinstrument)"
+    )
     parser.add_argument("--rebuild-corpus", action="store_true", help="rebuild the cached corpora")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR, help="folder for latest.json / latest.md")
     args = parser.parse_args(argv)
@@ -109,8 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "command": shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_average_start": _load(), "versions": _versions()},  # fmt: skip
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_average_start": _load(),
+            "versions": _versions(),
+        },  # fmt: skip
         "config": {key: (str(value) if isinstance(value, Path) else value) for key, value in vars(args).items()},
         "phase_seconds": {},
     }
@@ -139,14 +161,20 @@ def main(argv: list[str] | None = None) -> int:
         for size in args.sizes:
             _log(f"service, {size:,} chunks")
             try:
-                report["service"][str(size)] = phase(f"service {size}", lambda size=size: run_size(size, settings, log=_log))
+                report["service"][str(size)] = phase(
+                    f"service {size}", lambda size=size: run_size(size, settings, log=_log)
+                )
             except Exception as error:  # report it and go on with the other phases
                 _log(f"service at {size:,} chunks failed: {error}")
                 report.setdefault("errors", {})[f"service {size}"] = str(error)[-3000:]
     if not args.skip_store:
-        report["store"] = phase("store", lambda: run_store(args.sizes, args.store_queries, args.local_queries, args.output))
+        report["store"] = phase(
+            "store", lambda: run_store(args.sizes, args.store_queries, args.local_queries, args.output)
+        )
     if not args.skip_indexing:
-        report["indexing"] = phase("indexing", lambda: run_indexing(args.indexing_documents, args.indexing_rounds, None))
+        report["indexing"] = phase(
+            "indexing", lambda: run_indexing(args.indexing_documents, args.indexing_rounds, None)
+        )
     for name in ("store", "indexing"):
         if "error" in (report.get(name) or {}):
             report.setdefault("errors", {})[name] = report.pop(name)["error"]
@@ -167,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.output / "latest.md").write_text(text, encoding="utf-8")
     print(text)
     for target in report["targets"].values():
-        print(f"{target['verdict']:4}  {target['label']}: {target['value']} {target['unit']} (target {target['operator']} {target['target']:g})")
+        print(
+            f"{target['verdict']:4}  {target['label']}: {target['value']} {target['unit']} (target {target['operator']} {target['target']:g})"
+        )
     for name, error in (report.get("errors") or {}).items():
         print(f"FAILED {name}: {error.strip().splitlines()[0] if error.strip() else error}", file=sys.stderr)
     return 1 if report.get("errors") else 0

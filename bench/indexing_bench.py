@@ -34,13 +34,18 @@ from pathlib import Path
 
 from haystack import Document
 
-from components.document_identity import tenant_filter
-from components.indexing_service import IndexingService
-from components.pipeline_loader import load_pipeline
-from components.runtime import set_torch_threads
+from components.core.document_identity import tenant_filter
+from components.core.runtime import set_torch_threads
+from components.services.indexing_service import IndexingService
+from components.services.pipeline_loader import load_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
-SQUAD = Path(os.environ.get("SOURCEBOUND_SHARED_DIR", REPO.parent / "shared")) / "datasets" / "squad2-normans" / "normans.json"
+SQUAD = (
+    Path(os.environ.get("SOURCEBOUND_SHARED_DIR", REPO.parent / "shared"))
+    / "datasets"
+    / "squad2-normans"
+    / "normans.json"
+)
 SPECS = SQUAD.parent.parent.parent / "spec"
 
 
@@ -89,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.indexing_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=24, help="files in the corpus (default 24)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads for both (default: all cores)")
+    parser.add_argument(
+        "--threads", type=int, default=os.cpu_count() or 1, help="torch threads for both (default: all cores)"
+    )
     parser.add_argument("--output", help="also write the figures as JSON to this file")
     args = parser.parse_args(argv)
 
@@ -143,8 +150,12 @@ def main(argv: list[str] | None = None) -> int:
                     count = len(bare_embed(documents=[Document(content=text) for text in texts])["documents"])
                 else:
                     embedder_before = stage_seconds["embedder"]
-                    count = service.index_files([folder], tenant_id="bench", tags=["bench"], force=True)["chunks_written"]
-                    in_run_ratios.append((stage_seconds["embedder"] - embedder_before) / (time.perf_counter() - started))
+                    count = service.index_files([folder], tenant_id="bench", tags=["bench"], force=True)[
+                        "chunks_written"
+                    ]
+                    in_run_ratios.append(
+                        (stage_seconds["embedder"] - embedder_before) / (time.perf_counter() - started)
+                    )
                 rates[kind] = count / (time.perf_counter() - started)
             pipeline_rates.append(rates["pipeline"])
             bare_rates.append(rates["bare"])

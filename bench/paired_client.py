@@ -47,7 +47,7 @@ async def run_pair(connection: Connection, bare: BareParts, spec: dict[str, Any]
     errors: list[str] = []
     for index in range(count):
         body = bodies[index % len(bodies)]
-        for side in (("http", "bare") if index % 2 == 0 else ("bare", "http")):
+        for side in ("http", "bare") if index % 2 == 0 else ("bare", "http"):
             started = time.perf_counter()
             if side == "bare":
                 bare.run(kind, body)

@@ -8,7 +8,7 @@ is done in process instead: the same ``PipelineWrapper`` classes the server depl
 the YAML pipeline, records and metrics) is called in the main thread. Per kind it measures:
 
 * **copy A/B**: every request twice, once with Haystack's own input copies and once with
-  ``components.pipeline_copy``'s fast path (the order alternates per request, so drifting
+  ``components.services.pipeline_copy``'s fast path (the order alternates per request, so drifting
   machine load hits both alike): wall p50 and mean CPU time of the thread (torch runs on it with
   one thread), i.e. the before/after of that fix;
 * **breakdown**: mean CPU ms per request of each pipeline component, of the input copies and of
@@ -58,11 +58,11 @@ def _timed_call(wrapper, body: dict[str, Any]) -> tuple[float, float]:
 
 def copy_ab(wrapper, bodies: list[dict[str, Any]]) -> dict[str, Any]:
     """Each request with Haystack's copies and with the fast copies, alternating the order."""
-    from components.pipeline_copy import install_fast_input_copy, uninstall_fast_input_copy
+    from components.services.pipeline_copy import install_fast_input_copy, uninstall_fast_input_copy
 
     samples: dict[str, list[tuple[float, float]]] = {"haystack_copy": [], "fast_copy": []}
     for index, body in enumerate(bodies):
-        for variant in (("haystack_copy", "fast_copy") if index % 2 == 0 else ("fast_copy", "haystack_copy")):
+        for variant in ("haystack_copy", "fast_copy") if index % 2 == 0 else ("fast_copy", "haystack_copy"):
             if variant == "fast_copy":
                 install_fast_input_copy()
             else:
@@ -70,11 +70,15 @@ def copy_ab(wrapper, bodies: list[dict[str, Any]]) -> dict[str, Any]:
             samples[variant].append(_timed_call(wrapper, body))
     install_fast_input_copy()
     result = {
-        variant: {"wall_p50_ms": round(statistics.median(wall for wall, _ in values), 2),
-                  "cpu_mean_ms": round(statistics.fmean(cpu for _, cpu in values), 2)}  # fmt: skip
+        variant: {
+            "wall_p50_ms": round(statistics.median(wall for wall, _ in values), 2),
+            "cpu_mean_ms": round(statistics.fmean(cpu for _, cpu in values), 2),
+        }  # fmt: skip
         for variant, values in samples.items()
     }
-    result["cpu_saved_pct"] = round(100.0 * (1 - result["fast_copy"]["cpu_mean_ms"] / result["haystack_copy"]["cpu_mean_ms"]), 1)
+    result["cpu_saved_pct"] = round(
+        100.0 * (1 - result["fast_copy"]["cpu_mean_ms"] / result["haystack_copy"]["cpu_mean_ms"]), 1
+    )
     return result
 
 
@@ -134,8 +138,8 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
     _reset_run_state(data_dir)
     os.environ["SOURCEBOUND_DATA_DIR"] = str(data_dir)
     os.environ["SOURCEBOUND_TORCH_THREADS"] = str(torch_threads)
-    from components.pipeline_copy import install_fast_input_copy
-    from components.runtime import set_torch_threads
+    from components.core.runtime import set_torch_threads
+    from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import Settings
     from hayhooks_app.service import configure
 

@@ -124,8 +124,9 @@ def markdown(report: dict[str, Any]) -> str:
             "## Service over HTTP (server started by the harness, client in a separate process, loopback)",
             "",
             "| chunks | /search p50 / p95 / p99 | in-server search p50 | bare search p50 / p95 | HTTP / bare (p50) | /rag p50 / p95 / p99 "
-            "| bare RAG retrieval p50 | embed only p50 | retrieve only p50 | req/s at " 
-            + " / ".join(f"{c}" for c in next(iter(service.values()))["throughput"]) + " clients | start-up s | RSS idle / peak MB |",
+            "| bare RAG retrieval p50 | embed only p50 | retrieve only p50 | req/s at "
+            + " / ".join(f"{c}" for c in next(iter(service.values()))["throughput"])
+            + " clients | start-up s | RSS idle / peak MB |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for size in sorted(service, key=int):
@@ -147,9 +148,13 @@ def markdown(report: dict[str, Any]) -> str:
         actions = {size: figures["http"]["rag"].get("actions") for size, figures in service.items()}
         lines.append(
             "Responses: /search mean results "
-            + ", ".join(f"{service[s]['http']['search']['mean_results']} at {int(s):,}" for s in sorted(service, key=int))
-            + "; /rag actions " + ", ".join(f"{actions[s]} at {int(s):,}" for s in sorted(service, key=int))
-            + "; errors " + str(sum(f["http"]["search"]["errors"] + f["http"]["rag"]["errors"] for f in service.values()))
+            + ", ".join(
+                f"{service[s]['http']['search']['mean_results']} at {int(s):,}" for s in sorted(service, key=int)
+            )
+            + "; /rag actions "
+            + ", ".join(f"{actions[s]} at {int(s):,}" for s in sorted(service, key=int))
+            + "; errors "
+            + str(sum(f["http"]["search"]["errors"] + f["http"]["rag"]["errors"] for f in service.values()))
             + "."
         )
         fidelity = next(iter(service.values()))["corpus"]["fidelity"]
@@ -164,10 +169,16 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["## Store level (bench/store_bench.py)", "",
                   "| store | chunks | write docs/s | dense p50 / p95 | BM25 p50 / p95 | hybrid p50 / p95 |",
                   "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-        for name, part in (("Qdrant Edge", store.get("edge") or {}), ("qdrant-haystack local", store.get("qdrant_local") or {})):
+        for name, part in (
+            ("Qdrant Edge", store.get("edge") or {}),
+            ("qdrant-haystack local", store.get("qdrant_local") or {}),
+        ):
             for size in sorted(part, key=int):
                 queries = part[size]["queries"]
-                cells = " | ".join(f"{queries[kind]['p50_ms']:.3f} / {queries[kind]['p95_ms']:.3f}" for kind in ("dense", "bm25", "hybrid"))
+                cells = " | ".join(
+                    f"{queries[kind]['p50_ms']:.3f} / {queries[kind]['p95_ms']:.3f}"
+                    for kind in ("dense", "bm25", "hybrid")
+                )
                 lines.append(f"| {name} | {int(size):,} | {part[size]['write']['docs_per_s']:,.0f} | {cells} |")
         speedup = (store.get("summary") or {}).get("speedup_vs_qdrant_local")
         if speedup:
@@ -187,7 +198,11 @@ def markdown(report: dict[str, Any]) -> str:
             )
             stages = indexing.get("stage_ms_per_chunk") or {}
             if stages:
-                lines.append("Pipeline ms per chunk by stage: " + ", ".join(f"{name} {value}" for name, value in stages.items()) + ".")
+                lines.append(
+                    "Pipeline ms per chunk by stage: "
+                    + ", ".join(f"{name} {value}" for name, value in stages.items())
+                    + "."
+                )
         else:
             lines.append(f"Not measured: {indexing.get('error', 'skipped')}")
         lines.append("")
@@ -195,7 +210,9 @@ def markdown(report: dict[str, Any]) -> str:
     for target in report["targets"].values():
         value = "-" if target["value"] is None else f"{target['value']:g} {target['unit']}"
         where = f" ({target['measured_at']})" if target["measured_at"] else ""
-        lines.append(f"| {target['label']} {target['operator']} {target['target']:g} {target['unit']} | {value}{where} | {target['verdict']} |")
+        lines.append(
+            f"| {target['label']} {target['operator']} {target['target']:g} {target['unit']} | {value}{where} | {target['verdict']} |"
+        )
     errors = report.get("errors") or {}
     if errors:
         lines += ["", "## Failed phases", ""]
@@ -212,6 +229,12 @@ def markdown(report: dict[str, Any]) -> str:
                 f"fast copy {ab['fast_copy']['cpu_mean_ms']} ms CPU / {ab['fast_copy']['wall_p50_ms']} ms p50 "
                 f"({ab['cpu_saved_pct']} % CPU saved). Call tree: {figures['report']}"
             )
-            parts = [f"{name} {value}" for name, value in figures["cpu_breakdown_ms"].items() if name != "total" and value >= 0.05]
-            lines.append(f"  CPU ms per request ({figures['cpu_breakdown_ms']['total']} in all): " + ", ".join(parts) + ".")
+            parts = [
+                f"{name} {value}"
+                for name, value in figures["cpu_breakdown_ms"].items()
+                if name != "total" and value >= 0.05
+            ]
+            lines.append(
+                f"  CPU ms per request ({figures['cpu_breakdown_ms']['total']} in all): " + ", ".join(parts) + "."
+            )
     return "\n".join(lines) + "\n"

@@ -64,7 +64,7 @@ class ServiceSettings:
     throughput_seconds: float = 8.0
     torch_threads: int = 1
     start_timeout_s: float = 300.0
-    # Serve with Haystack's own pipeline input copies (components.pipeline_copy not installed): the "before" of that fix.
+    # Serve with Haystack's own pipeline input copies (components.services.pipeline_copy not installed): the "before" of that fix.
     haystack_copy: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -108,7 +108,11 @@ class BenchServer:
         return f"http://127.0.0.1:{self.port}"
 
     def _environment(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"}
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(_DROPPED_PREFIXES) and key != "CHAT_MODEL"
+        }
         env.update(SOURCEBOUND_TORCH_THREADS=str(self.torch_threads), PYTHONUNBUFFERED="1", **self.extra_env)
         return env
 
@@ -119,25 +123,31 @@ class BenchServer:
         arguments = ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         command = [sys.executable, "-m", "hayhooks_app", *arguments]
         if self.haystack_copy:  # the same entry point with the input-copy fix switched off
-            command = [sys.executable, "-c", "import sys, components.pipeline_copy as copy; copy.install_fast_input_copy = "
+            command = [sys.executable, "-c", "import sys, components.services.pipeline_copy as copy; copy.install_fast_input_copy = "
                        f"lambda: False; from hayhooks_app.__main__ import main; sys.exit(main({arguments!r}))"]  # fmt: skip
         with open(self.log_path, "wb") as log:
             started = time.monotonic()
-            self.process = subprocess.Popen(command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT
+            )
         self._psutil = psutil.Process(self.process.pid)
         self._sampling.set()
         self._sampler = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
         self._sampler.start()
         while time.monotonic() - started < timeout_s:
             if self.process.poll() is not None:
-                raise RuntimeError(f"The server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"The server exited with {self.process.returncode}; log: {self.log_path}\n{self.log_tail()}"
+                )
             health = self.health()
             if health is not None and health.get("status") == "healthy":
                 self.startup_s = time.monotonic() - started
                 return self
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"The server was not healthy within {timeout_s:.0f} s; log: {self.log_path}\n{self.log_tail()}")
+        raise RuntimeError(
+            f"The server was not healthy within {timeout_s:.0f} s; log: {self.log_path}\n{self.log_tail()}"
+        )
 
     def health(self) -> dict[str, Any] | None:
         try:
@@ -229,10 +239,10 @@ class BareParts:
         from haystack.core.serialization import component_from_dict
         from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
-        from components.access_filter import AccessFilterBuilder
-        from components.pipeline_loader import load_pipeline_dict
-        from components.qdrant_edge import QdrantEdgeDocumentStore
-        from components.runtime import set_torch_threads
+        from components.builders.access_filter_builder import AccessFilterBuilder
+        from components.core.runtime import set_torch_threads
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+        from components.services.pipeline_loader import load_pipeline_dict
 
         self.torch_threads = set_torch_threads(torch_threads)
         # The search pipeline's own embedder (pipelines/search.yml: model, dtype, ...), built from its YAML.
@@ -353,13 +363,18 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
         "embed": latency_summary(paired["embed_ms"]),
         "retrieve": latency_summary(paired["retrieve_ms"]),
     }
-    throughput = {str(clients): _client_figures(throughput_runs[f"search_c{clients}"]) for clients in settings.concurrency}
+    throughput = {
+        str(clients): _client_figures(throughput_runs[f"search_c{clients}"]) for clients in settings.concurrency
+    }
     return {
         "size": size,
         "corpus": manifest,
         "startup_s": round(server.startup_s, 2),
-        "rss_mb": {"idle": round(idle_rss / 2**20, 1), "after_load": round(loaded_rss / 2**20, 1),
-                   "peak": round(peak_rss / 2**20, 1)},  # fmt: skip
+        "rss_mb": {
+            "idle": round(idle_rss / 2**20, 1),
+            "after_load": round(loaded_rss / 2**20, 1),
+            "peak": round(peak_rss / 2**20, 1),
+        },  # fmt: skip
         "health_store": {key: value for key, value in (health.get("store") or {}).items() if key != "path"},
         "http": {"search": search, "rag": rag},
         "bare": bare,

@@ -48,12 +48,9 @@ import numpy as np
 from haystack import Document
 
 from bench.report import percentile
-from components.access_rule import AccessRule
-from components.qdrant_edge import (
-    Bm25DocumentEmbedder,
-    Bm25TextEmbedder,
-    QdrantEdgeDocumentStore,
-)
+from components.core.access_rule import AccessRule
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+from components.embedders.bm25_embedders import Bm25DocumentEmbedder, Bm25TextEmbedder
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DIM = 384
@@ -72,7 +69,9 @@ the of and to in is that for it as was with be by on not he this are or his from
 were her she there one all we their can has more been would if will other its so about when some who them these
 may time into only new could also any than first our two such like then well most made over after where many
 """.split()
-_SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gi ho ju ke la mo ni po qu re si tu va we xi yo ze an el in or um".split()
+_SYLLABLES = (
+    "ka lo mi ne ru sa ti vo be da fe gi ho ju ke la mo ni po qu re si tu va we xi yo ze an el in or um".split()
+)
 
 
 def _vocabulary(size: int = 6000) -> list[str]:
@@ -159,11 +158,13 @@ def generate_queries(count: int, seed: int = SEED + 1) -> list[dict[str, Any]]:
 
 
 def access_filter(tenant: str, tags: list[str], user: str, project: str) -> dict[str, Any]:
-    """The filter the query pipeline sends: the access rule as ``components.access_rule`` builds it (tainted excluded)."""
+    """The filter the query pipeline sends: the access rule as ``components.core.access_rule`` builds it (tainted excluded)."""
     return AccessRule(tenant_id=tenant, user_tags=tuple(tags), user_id=user, project_id=project).to_filters()
 
 
-def time_queries(run: Callable[[dict[str, Any]], list[Document]], queries: list[dict[str, Any]], warmup: int = 5) -> dict:
+def time_queries(
+    run: Callable[[dict[str, Any]], list[Document]], queries: list[dict[str, Any]], warmup: int = 5
+) -> dict:
     """
     Latency percentiles of ``run`` over the queries: wall clock, and CPU time of the whole process (all engine
     threads), which stays meaningful when other work competes for the cores.
@@ -217,13 +218,17 @@ def bench_edge(size: int, queries: list[dict[str, Any]], workdir: Path, optimize
 
 def _edge_queries(store: QdrantEdgeDocumentStore, queries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "dense": time_queries(lambda q: store.embedding_retrieval(q["vector"], filters=q["filters"], top_k=TOP_K), queries),
+        "dense": time_queries(
+            lambda q: store.embedding_retrieval(q["vector"], filters=q["filters"], top_k=TOP_K), queries
+        ),
         "bm25": time_queries(lambda q: store.bm25_retrieval(q["text"], filters=q["filters"], top_k=TOP_K), queries),
         "hybrid": time_queries(
             lambda q: store.hybrid_retrieval(q["text"], q["vector"], filters=q["filters"], top_k=TOP_K), queries
         ),
         "hybrid+emb": time_queries(
-            lambda q: store.hybrid_retrieval(q["text"], q["vector"], filters=q["filters"], top_k=TOP_K, return_embedding=True),
+            lambda q: store.hybrid_retrieval(
+                q["text"], q["vector"], filters=q["filters"], top_k=TOP_K, return_embedding=True
+            ),
             queries,
         ),
     }
@@ -262,9 +267,9 @@ def bench_qdrant_local(size: int, queries: list[dict[str, Any]], workdir: Path) 
 
         def fused(query):
             embedding = text_embedder.run(query["text"])["sparse_embedding"]
-            return hybrid.run(query_embedding=query["vector"], query_sparse_embedding=embedding, filters=query["filters"])[
-                "documents"
-            ]
+            return hybrid.run(
+                query_embedding=query["vector"], query_sparse_embedding=embedding, filters=query["filters"]
+            )["documents"]
 
         result["queries"] = {
             "dense": time_queries(
@@ -316,8 +321,13 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
             for kind in ("dense", "bm25", "hybrid")
         }
         minimum = min(min(ratio.values()) for ratio in ratios.values())
-        summary["speedup_vs_qdrant_local"] = {"size": int(size), "ratios": ratios, "min": minimum,
-                                              "target": TARGET_SPEEDUP, "met": minimum >= TARGET_SPEEDUP}
+        summary["speedup_vs_qdrant_local"] = {
+            "size": int(size),
+            "ratios": ratios,
+            "min": minimum,
+            "target": TARGET_SPEEDUP,
+            "met": minimum >= TARGET_SPEEDUP,
+        }
         summary["write_speedup_vs_qdrant_local"] = round(
             report["edge"][size]["write"]["docs_per_s"] / local[size]["write"]["docs_per_s"], 1
         )
@@ -348,14 +358,18 @@ def markdown(report: dict[str, Any]) -> str:
         for kind in ("dense", "bm25", "hybrid", "hybrid+emb"):
             figures = result[queries_key].get(kind)
             cells.append(
-                f"{figures['p50_ms']:.3f} / {figures['p95_ms']:.3f} (cpu {figures['cpu_p95_ms']:.3f})" if figures else "-"
+                f"{figures['p50_ms']:.3f} / {figures['p95_ms']:.3f} (cpu {figures['cpu_p95_ms']:.3f})"
+                if figures
+                else "-"
             )
         return f"| {name} | {int(size):,} | {result['write']['docs_per_s']:,.0f} | " + " | ".join(cells) + " |"
 
     for size, result in report["edge"].items():
         lines.append(row("Qdrant Edge", size, result))
         if "queries_optimized" in result:
-            lines.append(row(f"Qdrant Edge, after optimize() ({result['optimize_s']} s)", size, result, "queries_optimized"))
+            lines.append(
+                row(f"Qdrant Edge, after optimize() ({result['optimize_s']} s)", size, result, "queries_optimized")
+            )
     for size, result in (report.get("qdrant_local") or {}).items():
         lines.append(row("qdrant-haystack local", size, result))
     summary = report["summary"]
@@ -382,8 +396,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes in chunks")
     parser.add_argument("--queries", type=int, default=300, help="queries per kind for the Edge store")
-    parser.add_argument("--local-queries", type=int, default=20,
-                        help="queries per kind for qdrant-haystack local mode (~1.5 s per triple at 10k); 0 skips it")
+    parser.add_argument(
+        "--local-queries",
+        type=int,
+        default=20,
+        help="queries per kind for qdrant-haystack local mode (~1.5 s per triple at 10k); 0 skips it",
+    )
     parser.add_argument("--local-size", type=int, default=10_000, help="chunks for qdrant-haystack local mode")
     parser.add_argument("--optimize", action="store_true", help="also measure after optimize() (minutes at 100k)")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR, help="folder for store.json and store.md")
@@ -393,11 +411,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     queries = generate_queries(args.queries)
     report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "versions": _versions(), "load_average_start": _load_average()},
-        "config": {"sizes": args.sizes, "queries": args.queries, "local_queries": args.local_queries,
-                   "local_size": args.local_size, "top_k": TOP_K, "dim": DIM, "tenants": TENANTS, "batch": BATCH,
-                   "optimize": args.optimize},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "versions": _versions(),
+            "load_average_start": _load_average(),
+        },
+        "config": {
+            "sizes": args.sizes,
+            "queries": args.queries,
+            "local_queries": args.local_queries,
+            "local_size": args.local_size,
+            "top_k": TOP_K,
+            "dim": DIM,
+            "tenants": TENANTS,
+            "batch": BATCH,
+            "optimize": args.optimize,
+        },
         "edge": {},
     }
     workdir = Path(tempfile.mkdtemp(prefix="sourcebound-store-bench-"))

@@ -5,6 +5,6 @@ Importing this package first makes the process offline (see ``runtime``), so
 models and tokenizers always come from installed packages.
 """
 
-from components.runtime import configure_offline
+from components.core.runtime import configure_offline
 
 configure_offline()

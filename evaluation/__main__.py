@@ -22,16 +22,37 @@ BUILTIN_DATASETS = ("normans", "sample-gold")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m evaluation", description="Evaluate retrieval, grounding and access control through the served YAML pipelines.")
-    parser.add_argument("--dataset", action="append", help="normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)")
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation",
+        description="Evaluate retrieval, grounding and access control through the served YAML pipelines.",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        help="normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)",
+    )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")
-    parser.add_argument("--ci", action="store_true", help=f"CI-sized run: all answerable and forbidden questions, {CI_MAX_UNANSWERABLE} sampled unanswerable per dataset")
-    parser.add_argument("--max-unanswerable", type=int, help="sample this many unanswerable questions per dataset (forbidden ones are always kept)")
-    parser.add_argument("--no-repeat", action="store_true", help="skip the determinism re-run (determinism then reports 'not run' and fails its threshold)")
+    parser.add_argument(
+        "--ci",
+        action="store_true",
+        help=f"CI-sized run: all answerable and forbidden questions, {CI_MAX_UNANSWERABLE} sampled unanswerable per dataset",
+    )
+    parser.add_argument(
+        "--max-unanswerable",
+        type=int,
+        help="sample this many unanswerable questions per dataset (forbidden ones are always kept)",
+    )
+    parser.add_argument(
+        "--no-repeat",
+        action="store_true",
+        help="skip the determinism re-run (determinism then reports 'not run' and fails its threshold)",
+    )
     parser.add_argument("--out", default=None, help="report folder (default: evaluation/reports/latest)")
     parser.add_argument("--thresholds", default=None, help="thresholds file (default: evaluation/thresholds.yml)")
     parser.add_argument("--no-check", action="store_true", help="exit 0 even when thresholds are missed")
-    parser.add_argument("--query-pipeline", default="query", help="RAG pipeline to evaluate: query (served default) or query_ollama")
+    parser.add_argument(
+        "--query-pipeline", default="query", help="RAG pipeline to evaluate: query (served default) or query_ollama"
+    )
     parser.add_argument(
         "--override",
         action="append",
@@ -59,15 +80,21 @@ def parse_overrides(values: list[str]) -> dict[str, dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
     from evaluation.checker import THRESHOLDS_PATH, check, load_thresholds
     from evaluation.report import LATEST_DIR, markdown_table, write_report
     from evaluation.runner import resolve_datasets, run_evaluation
 
     thresholds = load_thresholds(args.thresholds or THRESHOLDS_PATH)
-    max_unanswerable = args.max_unanswerable if args.max_unanswerable is not None else (CI_MAX_UNANSWERABLE if args.ci else None)
-    datasets = resolve_datasets(args.dataset or list(BUILTIN_DATASETS), corpus=args.corpus, max_unanswerable=max_unanswerable)
+    max_unanswerable = (
+        args.max_unanswerable if args.max_unanswerable is not None else (CI_MAX_UNANSWERABLE if args.ci else None)
+    )
+    datasets = resolve_datasets(
+        args.dataset or list(BUILTIN_DATASETS), corpus=args.corpus, max_unanswerable=max_unanswerable
+    )
     started = time.perf_counter()
     summary, records = run_evaluation(
         datasets,

@@ -63,7 +63,10 @@ def load_thresholds(path: str | Path = THRESHOLDS_PATH) -> dict[str, Any]:
             for key in _BOUNDS:
                 if key in bound and not isinstance(bound[key], int | float):
                     raise ThresholdsError(f"{path}: {where}.{metric}.{key} must be a number.")
-    return {"defaults": dict(data.get("defaults") or {}), "datasets": {name: dict(spec or {}) for name, spec in (data.get("datasets") or {}).items()}}
+    return {
+        "defaults": dict(data.get("defaults") or {}),
+        "datasets": {name: dict(spec or {}) for name, spec in (data.get("datasets") or {}).items()},
+    }
 
 
 def thresholds_for(thresholds: Mapping[str, Any], dataset: str) -> dict[str, dict[str, Any]]:
@@ -73,7 +76,9 @@ def thresholds_for(thresholds: Mapping[str, Any], dataset: str) -> dict[str, dic
     return merged
 
 
-def check(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | None = None, require_datasets: bool = False) -> list[Violation]:
+def check(
+    summary: Mapping[str, Any], thresholds: Mapping[str, Any] | None = None, require_datasets: bool = False
+) -> list[Violation]:
     """
     Compare every dataset's metrics with its thresholds.
 
@@ -99,7 +104,11 @@ def check(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | None = Non
             if result is None or result.get("status", "ok") != "ok" or value is None:
                 if bound.get("when_run"):
                     continue
-                reason = "missing from the results" if result is None else f"did not run ({result.get('reason') or 'no reason given'})"
+                reason = (
+                    "missing from the results"
+                    if result is None
+                    else f"did not run ({result.get('reason') or 'no reason given'})"
+                )
                 violations.append(Violation(name, metric, reason))
                 continue
             if "min" in bound and value < bound["min"]:
@@ -110,8 +119,12 @@ def check(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.checker", description="Check an evaluation report against the thresholds.")
-    parser.add_argument("report", nargs="?", default=str(Path(__file__).resolve().parent / "reports" / "latest" / "report.json"))
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.checker", description="Check an evaluation report against the thresholds."
+    )
+    parser.add_argument(
+        "report", nargs="?", default=str(Path(__file__).resolve().parent / "reports" / "latest" / "report.json")
+    )
     parser.add_argument("--thresholds", default=str(THRESHOLDS_PATH))
     args = parser.parse_args(argv)
     try:

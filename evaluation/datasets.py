@@ -126,7 +126,13 @@ class CorpusDocument:
     @property
     def access_meta(self) -> dict[str, Any]:
         """The metadata the access rule reads."""
-        return {"tenant_id": self.tenant_id, "tags": list(self.tags), "scope": self.scope, "user_id": self.user_id, "project_id": self.project_id}
+        return {
+            "tenant_id": self.tenant_id,
+            "tags": list(self.tags),
+            "scope": self.scope,
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+        }
 
     @property
     def source_type(self) -> str:
@@ -241,7 +247,9 @@ def validate(dataset: EvalDataset) -> None:
             if not document.path.is_file():
                 raise DatasetError(f"{where}: file {document.path} does not exist.")
             if document.path.suffix.lower() not in SUPPORTED_SOURCE_SUFFIXES:
-                raise DatasetError(f"{where}: unsupported file type {document.path.suffix!r}; supported: {sorted(SUPPORTED_SOURCE_SUFFIXES)}.")
+                raise DatasetError(
+                    f"{where}: unsupported file type {document.path.suffix!r}; supported: {sorted(SUPPORTED_SOURCE_SUFFIXES)}."
+                )
     question_ids: set[str] = set()
     for question in dataset.questions:
         where = f"{dataset.name}: question {question.id!r}"
@@ -262,7 +270,9 @@ def validate(dataset: EvalDataset) -> None:
                 raise DatasetError(f"{where}: gold document {document_id!r} is not visible to its requester.")
         for document_id in question.forbidden_document_ids:
             if question.requester.can_see(dataset.document(document_id).access_meta):
-                raise DatasetError(f"{where}: forbidden document {document_id!r} is visible to its requester; fix the requester or the list.")
+                raise DatasetError(
+                    f"{where}: forbidden document {document_id!r} is visible to its requester; fix the requester or the list."
+                )
 
 
 # ----------------------------------------------------------------------------- parsing helpers
@@ -330,7 +340,9 @@ def parse_question(record: Mapping[str, Any], requesters: Mapping[str, Requester
     if not isinstance(answerable, bool):
         raise DatasetError(f"{where}: `answerable` must be true or false.")
     forbidden = _as_tuple(record.get("forbidden_document_ids"), where, "forbidden_document_ids")
-    category = record.get("category") or ("answerable" if answerable else ("forbidden" if forbidden else "unanswerable"))
+    category = record.get("category") or (
+        "answerable" if answerable else ("forbidden" if forbidden else "unanswerable")
+    )
     return EvalQuestion(
         id=str(record["id"]),
         question=str(record["question"]),
@@ -388,14 +400,20 @@ def load_corpus(path: str | os.PathLike) -> tuple[list[CorpusDocument], dict[str
         if not isinstance(data, Mapping) or not isinstance(data.get("documents"), list):
             raise DatasetError(f"{path}: a corpus manifest needs a `documents:` list.")
         records, header = data["documents"], {key: value for key, value in data.items() if key != "documents"}
-    documents = [parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)]
+    documents = [
+        parse_document(record, path.parent, f"{path.name} entry {index}") for index, record in enumerate(records)
+    ]
     return documents, header
 
 
 def load_directory(path: str | os.PathLike = SAMPLE_DIRECTORY) -> dict[str, list[dict[str, Any]]]:
     """Read a tag-owner directory YAML (``users: [{id, email}]``, ``tags: [{tenant_id, name, owner_user_id?}]``)."""
     data = _read_yaml(Path(path))
-    if not isinstance(data, Mapping) or not isinstance(data.get("users"), list) or not isinstance(data.get("tags"), list):
+    if (
+        not isinstance(data, Mapping)
+        or not isinstance(data.get("users"), list)
+        or not isinstance(data.get("tags"), list)
+    ):
         raise DatasetError(f"{path}: a directory needs `users:` and `tags:` lists.")
     user_ids = {user["id"] for user in data["users"]}
     for tag in data["tags"]:
@@ -427,7 +445,9 @@ def load_squad(
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
-        raise DatasetError(f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`.") from error
+        raise DatasetError(
+            f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`."
+        ) from error
     articles = data.get("data") if isinstance(data, Mapping) else None
     if not articles:
         raise DatasetError(f"{path}: not a SQuAD file (no `data` list).")
@@ -477,10 +497,18 @@ def load_squad(
 
 def load_normans(path: str | os.PathLike | None = None) -> EvalDataset:
     """The SQuAD 2.0 Normans article (39 paragraphs, 96 answerable, 112 unanswerable)."""
-    return load_squad(path or shared_dir() / NORMANS_RELATIVE, name="normans", id_prefix="normans", tenant_id="squad", tags=("normans",))
+    return load_squad(
+        path or shared_dir() / NORMANS_RELATIVE,
+        name="normans",
+        id_prefix="normans",
+        tenant_id="squad",
+        tags=("normans",),
+    )
 
 
-def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = None, name: str | None = None) -> EvalDataset:
+def load_dataset(
+    path: str | os.PathLike, corpus: str | os.PathLike | None = None, name: str | None = None
+) -> EvalDataset:
     """
     Load a dataset in the documented format.
 
@@ -506,7 +534,10 @@ def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = Non
             raise DatasetError(f"{path}: a dataset file needs a `questions:` list.")
         header = data
         records = data["questions"]
-        requesters = {key: parse_requester(value, f"{path.name} requester {key!r}") for key, value in (data.get("requesters") or {}).items()}
+        requesters = {
+            key: parse_requester(value, f"{path.name} requester {key!r}")
+            for key, value in (data.get("requesters") or {}).items()
+        }
         if corpus is None:
             if not data.get("corpus"):
                 raise DatasetError(f"{path}: name the corpus file with `corpus:` (relative to the dataset file).")
@@ -515,7 +546,9 @@ def load_dataset(path: str | os.PathLike, corpus: str | os.PathLike | None = Non
     directory = (path.parent / header["directory"]).resolve() if header.get("directory") else None
     if directory is not None and not directory.is_file():
         raise DatasetError(f"{path}: directory file {directory} does not exist.")
-    questions = [parse_question(record, requesters, f"{path.name} question {index}") for index, record in enumerate(records)]
+    questions = [
+        parse_question(record, requesters, f"{path.name} question {index}") for index, record in enumerate(records)
+    ]
     return EvalDataset(
         name=name or header.get("name") or path.stem,
         documents=documents,
@@ -559,4 +592,7 @@ def ci_subset(dataset: EvalDataset, max_unanswerable: int, seed: int = 0) -> Eva
     sampled = others if max_unanswerable >= len(others) else random.Random(seed).sample(others, max_unanswerable)
     keep = {question.id for question in [*dataset.answerable, *forbidden, *sampled]}
     subset = [question for question in dataset.questions if question.id in keep]
-    return dataset.with_questions(subset, suffix=f" (CI subset: all answerable, {len(sampled) + len(forbidden)} of {len(dataset.unanswerable)} unanswerable)")
+    return dataset.with_questions(
+        subset,
+        suffix=f" (CI subset: all answerable, {len(sampled) + len(forbidden)} of {len(dataset.unanswerable)} unanswerable)",
+    )

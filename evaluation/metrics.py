@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.models import INSUFFICIENT_INFORMATION_ANSWER
-from components.text_analysis import find_source_ids, strip_source_ids
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.text_analysis import find_source_ids, strip_source_ids
 from evaluation.datasets import EvalDataset, Requester
 from evaluation.records import QuestionRecord
 
@@ -150,7 +150,11 @@ def leaked_documents(record: QuestionRecord, dataset: EvalDataset) -> list[str]:
     leaked = []
     for document_id in dict.fromkeys(seen):
         document = dataset.document(document_id)
-        if document is None or document_id in record.forbidden_document_ids or not requester.can_see(document.access_meta):
+        if (
+            document is None
+            or document_id in record.forbidden_document_ids
+            or not requester.can_see(document.access_meta)
+        ):
             leaked.append(document_id)
     return leaked
 
@@ -208,7 +212,9 @@ def our_metrics(records: Sequence[QuestionRecord], dataset: EvalDataset, k: int 
     metrics: dict[str, MetricValue] = {}
 
     recall_hits = sum(
-        1 for record in answerable if set(record.gold_document_ids) & {chunk.document_id for chunk in (record.retrieved or record.context)[:k]}
+        1
+        for record in answerable
+        if set(record.gold_document_ids) & {chunk.document_id for chunk in (record.retrieved or record.context)[:k]}
     )
     metrics[f"recall_at_{k}"] = _rate(recall_hits, len(answerable))
 
@@ -229,31 +235,43 @@ def our_metrics(records: Sequence[QuestionRecord], dataset: EvalDataset, k: int 
     scored = [record for record in records if record.overall_confidence is not None and not record.error]
     area = auroc([record.overall_confidence for record in scored], [record.answerable for record in scored])
     metrics["auroc"] = (
-        MetricValue(value=area, n=len(scored)) if area is not None else MetricValue.not_run("needs answerable and unanswerable questions with a confidence")
+        MetricValue(value=area, n=len(scored))
+        if area is not None
+        else MetricValue.not_run("needs answerable and unanswerable questions with a confidence")
     )
 
     repeated = [record for record in records if record.top3_repeat is not None]
     metrics["determinism"] = _rate(
-        sum(1 for record in repeated if record.top3 == record.top3_repeat), len(repeated), empty_reason="no determinism re-run (it runs unless --no-repeat is given)"
+        sum(1 for record in repeated if record.top3 == record.top3_repeat),
+        len(repeated),
+        empty_reason="no determinism re-run (it runs unless --no-repeat is given)",
     )
 
     timed = [record.latency_ms for record in records if not record.error]
-    searched = [record.search_latency_ms for record in records if record.search_latency_ms is not None and not record.error]
+    searched = [
+        record.search_latency_ms for record in records if record.search_latency_ms is not None and not record.error
+    ]
     for name, values in (("latency", timed), ("search_latency", searched)):
         for q in (50, 95):
             value = percentile(values, q)
             metrics[f"{name}_p{q}_ms"] = (
-                MetricValue(value=value, n=len(values), family="latency") if value is not None else MetricValue.not_run("nothing was timed", "latency")
+                MetricValue(value=value, n=len(values), family="latency")
+                if value is not None
+                else MetricValue.not_run("nothing was timed", "latency")
             )
 
-    metrics["forbidden_leakage"] = MetricValue(value=float(sum(1 for record in records if leaked_documents(record, dataset))), n=len(records))
+    metrics["forbidden_leakage"] = MetricValue(
+        value=float(sum(1 for record in records if leaked_documents(record, dataset))), n=len(records)
+    )
     metrics["errors"] = MetricValue(value=float(sum(1 for record in records if record.error)), n=len(records))
     return metrics
 
 
 # ----------------------------------------------------------------------------- ragas, no LLM
 
-_RAPIDFUZZ_REASON = "needs rapidfuzz (ragas' string distance), which is not installed: add `rapidfuzz` to requirements.in"
+_RAPIDFUZZ_REASON = (
+    "needs rapidfuzz (ragas' string distance), which is not installed: add `rapidfuzz` to requirements.in"
+)
 
 
 def _ragas_scores(metric: Any, samples: list[Any]) -> float:
@@ -272,7 +290,13 @@ def ragas_metrics(records: Sequence[QuestionRecord]) -> dict[str, MetricValue]:
     """
     from evaluation.ragas_compat import RagasUnavailableError, import_ragas
 
-    names = ["ragas_id_context_recall", "ragas_id_context_precision", "ragas_context_recall", "ragas_context_precision", "ragas_string_similarity"]
+    names = [
+        "ragas_id_context_recall",
+        "ragas_id_context_precision",
+        "ragas_context_recall",
+        "ragas_context_precision",
+        "ragas_string_similarity",
+    ]
     try:
         import_ragas()
         from ragas import SingleTurnSample
@@ -298,8 +322,12 @@ def ragas_metrics(records: Sequence[QuestionRecord]) -> dict[str, MetricValue]:
     ]
     # ragas divides by the retrieved count: an empty context scores precision 0 for us, not an error.
     non_empty = [sample for sample in id_samples if sample.retrieved_context_ids]
-    results["ragas_id_context_recall"] = MetricValue(_ragas_scores(IDBasedContextRecall(), id_samples), len(id_samples), family="ragas")
-    precision = _ragas_scores(IDBasedContextPrecision(), non_empty) * len(non_empty) / len(id_samples) if non_empty else 0.0
+    results["ragas_id_context_recall"] = MetricValue(
+        _ragas_scores(IDBasedContextRecall(), id_samples), len(id_samples), family="ragas"
+    )
+    precision = (
+        _ragas_scores(IDBasedContextPrecision(), non_empty) * len(non_empty) / len(id_samples) if non_empty else 0.0
+    )
     results["ragas_id_context_precision"] = MetricValue(precision, len(id_samples), family="ragas")
 
     if importlib.util.find_spec("rapidfuzz") is None:
@@ -314,20 +342,32 @@ def ragas_metrics(records: Sequence[QuestionRecord]) -> dict[str, MetricValue]:
     with_reference = [record for record in answerable if record.reference_contexts and record.context]
     if with_reference:
         text_samples = [
-            SingleTurnSample(retrieved_contexts=[chunk.content for chunk in record.context], reference_contexts=list(record.reference_contexts))
+            SingleTurnSample(
+                retrieved_contexts=[chunk.content for chunk in record.context],
+                reference_contexts=list(record.reference_contexts),
+            )
             for record in with_reference
         ]
-        results["ragas_context_recall"] = MetricValue(_ragas_scores(NonLLMContextRecall(), text_samples), len(text_samples), family="ragas")
+        results["ragas_context_recall"] = MetricValue(
+            _ragas_scores(NonLLMContextRecall(), text_samples), len(text_samples), family="ragas"
+        )
         results["ragas_context_precision"] = MetricValue(
             _ragas_scores(NonLLMContextPrecisionWithReference(), text_samples), len(text_samples), family="ragas"
         )
     else:
         for name in ("ragas_context_recall", "ragas_context_precision"):
-            results[name] = MetricValue.not_run("no answerable question has both context and reference contexts", "ragas")
+            results[name] = MetricValue.not_run(
+                "no answerable question has both context and reference contexts", "ragas"
+            )
     with_answer = [record for record in answerable if record.reference_answer]
     if with_answer:
-        samples = [SingleTurnSample(response=strip_source_ids(record.answer), reference=record.reference_answer) for record in with_answer]
-        results["ragas_string_similarity"] = MetricValue(_ragas_scores(NonLLMStringSimilarity(), samples), len(samples), family="ragas")
+        samples = [
+            SingleTurnSample(response=strip_source_ids(record.answer), reference=record.reference_answer)
+            for record in with_answer
+        ]
+        results["ragas_string_similarity"] = MetricValue(
+            _ragas_scores(NonLLMStringSimilarity(), samples), len(samples), family="ragas"
+        )
     else:
         results["ragas_string_similarity"] = MetricValue.not_run("no reference answers", "ragas")
     return results
@@ -338,7 +378,9 @@ def ragas_metrics(records: Sequence[QuestionRecord]) -> dict[str, MetricValue]:
 LLM_METRIC_NAMES = ("ragas_faithfulness", "ragas_response_relevancy")
 
 
-def judge_status(base_url: str | None = None, model: str | None = None, timeout: float = JUDGE_PROBE_TIMEOUT_S) -> tuple[bool, str]:
+def judge_status(
+    base_url: str | None = None, model: str | None = None, timeout: float = JUDGE_PROBE_TIMEOUT_S
+) -> tuple[bool, str]:
     """
     Whether a judge LLM is available: ``OLLAMA_BASE_URL`` is set, ``/api/tags`` answers,
     and the judge model (``RAGAS_JUDGE_MODEL``, else ``CHAT_MODEL``, else llama3.2) is pulled.
@@ -375,9 +417,16 @@ def llm_judged_metrics(
     available, reason = status if status is not None else judge_status()
     if not available:
         return {name: MetricValue.not_run(reason, "ragas-llm") for name in LLM_METRIC_NAMES}
-    cited = [record for record in records if record.answerable and record.action == "CITE" and record.context and not record.error]
+    cited = [
+        record
+        for record in records
+        if record.answerable and record.action == "CITE" and record.context and not record.error
+    ]
     if not cited:
-        return {name: MetricValue.not_run("no answerable question was answered with CITE", "ragas-llm") for name in LLM_METRIC_NAMES}
+        return {
+            name: MetricValue.not_run("no answerable question was answered with CITE", "ragas-llm")
+            for name in LLM_METRIC_NAMES
+        }
     try:
         llm, embeddings = (judge_factory or _ollama_judge)()
         from ragas.metrics.collections import AnswerRelevancy, Faithfulness
@@ -390,7 +439,15 @@ def llm_judged_metrics(
             for record in cited:
                 response = strip_source_ids(record.answer)
                 contexts = [chunk.content for chunk in record.context]
-                faithful.append(float((await faithfulness.ascore(user_input=record.question, response=response, retrieved_contexts=contexts)).value))
+                faithful.append(
+                    float(
+                        (
+                            await faithfulness.ascore(
+                                user_input=record.question, response=response, retrieved_contexts=contexts
+                            )
+                        ).value
+                    )
+                )
                 relevant.append(float((await relevancy.ascore(user_input=record.question, response=response)).value))
             return faithful, relevant
 
@@ -399,8 +456,12 @@ def llm_judged_metrics(
         logger.warning("LLM-judged ragas metrics failed: %s", error)
         return {name: MetricValue.not_run(f"judge failed: {error}", "ragas-llm") for name in LLM_METRIC_NAMES}
     return {
-        "ragas_faithfulness": MetricValue(sum(faithful) / len(faithful), len(faithful), family="ragas-llm", reason=reason),
-        "ragas_response_relevancy": MetricValue(sum(relevant) / len(relevant), len(relevant), family="ragas-llm", reason=reason),
+        "ragas_faithfulness": MetricValue(
+            sum(faithful) / len(faithful), len(faithful), family="ragas-llm", reason=reason
+        ),
+        "ragas_response_relevancy": MetricValue(
+            sum(relevant) / len(relevant), len(relevant), family="ragas-llm", reason=reason
+        ),
     }
 
 
@@ -413,7 +474,7 @@ def _ollama_judge() -> tuple[Any, Any]:
     from ragas.embeddings.huggingface_provider import HuggingFaceEmbeddings
     from ragas.llms import llm_factory
 
-    from components.runtime import embedding_model_path
+    from components.core.runtime import embedding_model_path
 
     base_url = os.environ["OLLAMA_BASE_URL"].rstrip("/")
     model = os.environ.get("RAGAS_JUDGE_MODEL") or os.environ.get("CHAT_MODEL") or "llama3.2"

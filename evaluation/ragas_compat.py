@@ -6,7 +6,7 @@ Imports ragas 0.4.3 in our environment.
 module that langchain-community 0.4 removed (a known upstream bug). We never use
 Vertex AI, so a placeholder module with a ``ChatVertexAI`` class is registered before
 ragas is imported; the real module wins whenever it exists. ragas' usage tracking is
-switched off (``RAGAS_DO_NOT_TRACK``), as ``components.runtime`` also does.
+switched off (``RAGAS_DO_NOT_TRACK``), as ``components.core.runtime`` also does.
 
 Usage:
 
@@ -58,7 +58,9 @@ def install_vertexai_placeholder() -> bool:
         """Stand-in so that ``import ragas`` works; Vertex AI is not available here."""
 
         def __init__(self, *args, **kwargs):
-            raise RagasUnavailableError("ChatVertexAI is a placeholder from evaluation.ragas_compat; Vertex AI is not supported.")
+            raise RagasUnavailableError(
+                "ChatVertexAI is a placeholder from evaluation.ragas_compat; Vertex AI is not supported."
+            )
 
     placeholder.ChatVertexAI = ChatVertexAI
     sys.modules[VERTEXAI_MODULE] = placeholder
@@ -77,4 +79,6 @@ def import_ragas() -> types.ModuleType:
     try:
         return importlib.import_module("ragas")
     except ImportError as error:
-        raise RagasUnavailableError(f"ragas does not import ({error}); install the pinned set with `make install`.") from error
+        raise RagasUnavailableError(
+            f"ragas does not import ({error}); install the pinned set with `make install`."
+        ) from error

@@ -84,5 +84,7 @@ class QuestionRecord:
         known = {item.name for item in fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
         for key in ("context", "retrieved"):
-            values[key] = [chunk if isinstance(chunk, ContextChunk) else ContextChunk(**chunk) for chunk in values.get(key, [])]
+            values[key] = [
+                chunk if isinstance(chunk, ContextChunk) else ContextChunk(**chunk) for chunk in values.get(key, [])
+            ]
         return cls(**values)

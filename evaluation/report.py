@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.text_analysis import snippet
+from components.core.text_analysis import snippet
 from evaluation.checker import check, load_thresholds, thresholds_for
 from evaluation.records import QuestionRecord
 
@@ -105,11 +105,20 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     failed = {(violation.dataset, violation.metric) for violation in violations}
     lines = [f"# sourcebound evaluation ({summary.get('mode', 'full')})", ""]
     if summary.get("generated_at"):
-        lines += [f"Generated {summary['generated_at']}; query pipeline `{summary.get('query_pipeline', 'pipelines/query.yml')}`.", ""]
+        lines += [
+            f"Generated {summary['generated_at']}; query pipeline `{summary.get('query_pipeline', 'pipelines/query.yml')}`.",
+            "",
+        ]
     if summary.get("query_overrides"):
-        lines += [f"**Experiment, not the served configuration**: query-pipeline overrides {summary['query_overrides']}.", ""]
+        lines += [
+            f"**Experiment, not the served configuration**: query-pipeline overrides {summary['query_overrides']}.",
+            "",
+        ]
 
-    lines += ["| dataset | documents | chunks | questions | answerable | unanswerable | corpus granularity | index s |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "| dataset | documents | chunks | questions | answerable | unanswerable | corpus granularity | index s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name in names:
         info = datasets[name]
         lines.append(
@@ -196,7 +205,9 @@ def plot_metrics(summary: Mapping[str, Any], path: Path, thresholds: Mapping[str
     return path
 
 
-def plot_confidence(records_by_dataset: Mapping[str, Sequence[QuestionRecord]], path: Path, routing_threshold: float) -> Path:
+def plot_confidence(
+    records_by_dataset: Mapping[str, Sequence[QuestionRecord]], path: Path, routing_threshold: float
+) -> Path:
     """Histograms of ``confidence.overall`` for answerable vs unanswerable, per dataset, with the routing threshold."""
     plt = _pyplot()
     names = sorted(records_by_dataset)
@@ -208,7 +219,12 @@ def plot_confidence(records_by_dataset: Mapping[str, Sequence[QuestionRecord]], 
         unanswerable = [record.overall_confidence for record in records if not record.answerable]
         axes.hist(answerable, bins=bins, alpha=0.6, label=f"answerable (n={len(answerable)})", color="C2")
         axes.hist(unanswerable, bins=bins, alpha=0.6, label=f"unanswerable (n={len(unanswerable)})", color="C3")
-        axes.axvline(routing_threshold, color="black", linestyle="--", label=f"routing threshold ({routing_threshold:g}): CITE at or above")
+        axes.axvline(
+            routing_threshold,
+            color="black",
+            linestyle="--",
+            label=f"routing threshold ({routing_threshold:g}): CITE at or above",
+        )
         axes.set_title(name)
         axes.set_xlabel("confidence.overall")
         axes.set_ylabel("questions")
@@ -230,7 +246,9 @@ def plot_stage_latency(summary: Mapping[str, Any], path: Path) -> Path:
     height = 0.8 / max(1, len(names))
     for offset, name in enumerate(names):
         values = [datasets[name].get("stage_latency_p50_ms", {}).get(stage, 0.0) for stage in stages]
-        axes.barh([index + offset * height for index in range(len(stages))], values, height, label=name, color=f"C{offset}")
+        axes.barh(
+            [index + offset * height for index in range(len(stages))], values, height, label=name, color=f"C{offset}"
+        )
     axes.set_yticks([index + height * (len(names) - 1) / 2 for index in range(len(stages))])
     axes.set_yticklabels(stages, fontsize=8)
     axes.set_xlabel("median ms per question")
@@ -275,10 +293,15 @@ def write_report(
     paths["markdown"].write_text(markdown_table(summary, thresholds), encoding="utf-8")
     for name, records in records_by_dataset.items():
         path = out / f"questions-{name}.jsonl"
-        path.write_text("".join(json.dumps(_compact(record), sort_keys=True, default=str) + "\n" for record in records), encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(_compact(record), sort_keys=True, default=str) + "\n" for record in records),
+            encoding="utf-8",
+        )
         paths[f"questions:{name}"] = path
     paths["metrics_png"] = plot_metrics(summary, out / "metrics_by_dataset.png", thresholds)
     routing_threshold = float(summary.get("routing_threshold", 60))
-    paths["confidence_png"] = plot_confidence(records_by_dataset, out / "confidence_distribution.png", routing_threshold)
+    paths["confidence_png"] = plot_confidence(
+        records_by_dataset, out / "confidence_distribution.png", routing_threshold
+    )
     paths["latency_png"] = plot_stage_latency(summary, out / "stage_latency.png")
     return paths

@@ -72,7 +72,9 @@ class DatasetRun:
     stage_latency_p50_ms: dict[str, float] = field(default_factory=dict)
 
 
-def resolve_datasets(names: Sequence[str], corpus: str | None = None, max_unanswerable: int | None = None) -> list[EvalDataset]:
+def resolve_datasets(
+    names: Sequence[str], corpus: str | None = None, max_unanswerable: int | None = None
+) -> list[EvalDataset]:
     """
     Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold`` or a dataset file.
 
@@ -114,9 +116,9 @@ class CorpusIndex:
         query_overrides: Mapping[str, Mapping[str, Any]] | None = None,
         query_pipeline: str = QUERY_PIPELINE,
     ) -> None:
-        from components.indexing_service import IndexingService
-        from components.pipeline_loader import load_pipeline
-        from components.query_service import QueryService
+        from components.services.indexing_service import IndexingService
+        from components.services.pipeline_loader import load_pipeline
+        from components.services.query_service import QueryService
 
         self.dataset = dataset
         self.data_dir = data_dir
@@ -127,7 +129,10 @@ class CorpusIndex:
             self._index()
             self._load_directory()
             self.index_seconds = time.perf_counter() - started
-            self.service = QueryService(load_pipeline(query_pipeline, env=env, overrides=query_overrides), load_pipeline(SEARCH_PIPELINE, env=env))
+            self.service = QueryService(
+                load_pipeline(query_pipeline, env=env, overrides=query_overrides),
+                load_pipeline(SEARCH_PIPELINE, env=env),
+            )
             self.service.warm_up()
             self.context_component = self._context_component()
         except BaseException:
@@ -171,7 +176,7 @@ class CorpusIndex:
     def _load_directory(self) -> None:
         if self.dataset.directory is None:
             return
-        from components.tag_directory import TagDirectory
+        from components.core.tag_directory import TagDirectory
 
         TagDirectory(self.data_dir / "tags.sqlite").load_from_yaml(self.dataset.directory)
 
@@ -191,9 +196,15 @@ class CorpusIndex:
         """Texts of the gold documents' chunks that contain a gold span (all their chunks when none does)."""
         if not question.gold_document_ids:
             return []
-        chunks = self.document_store.filter_documents({"field": "meta.document_id", "operator": "in", "value": list(question.gold_document_ids)})
+        chunks = self.document_store.filter_documents(
+            {"field": "meta.document_id", "operator": "in", "value": list(question.gold_document_ids)}
+        )
         chunks.sort(key=lambda chunk: chunk.id)
-        holding = [chunk.content for chunk in chunks if question.gold_answers and contains_gold_span(chunk.content or "", question.gold_answers)]
+        holding = [
+            chunk.content
+            for chunk in chunks
+            if question.gold_answers and contains_gold_span(chunk.content or "", question.gold_answers)
+        ]
         return holding or [chunk.content for chunk in chunks if chunk.content]
 
     def rag(self, question: EvalQuestion) -> tuple[dict[str, Any], list[ContextChunk]]:
@@ -205,7 +216,7 @@ class CorpusIndex:
         request goes through the service's own validation and input mapping (``_rag_data``) and
         the pipeline is run with that component's outputs kept as well.
         """
-        from components.models import RAGResponse
+        from components.core.models import RAGResponse
 
         service = self.service
         data = service._rag_data({"query": question.question, **question.requester.request_fields()}, None)
@@ -215,7 +226,12 @@ class CorpusIndex:
         response = RAGResponse.model_validate(result[output_component][output_socket]).model_dump(mode="json")
         documents = result.get(context_component, {}).get("documents") or []
         context = [
-            ContextChunk(source_id=document.id, document_id=str(document.meta.get("document_id", document.id.rsplit(":", 1)[0])), content=document.content or "", score=document.score)
+            ContextChunk(
+                source_id=document.id,
+                document_id=str(document.meta.get("document_id", document.id.rsplit(":", 1)[0])),
+                content=document.content or "",
+                score=document.score,
+            )
             for document in documents
         ]
         return response, context
@@ -225,18 +241,28 @@ class CorpusIndex:
         The component whose ``documents`` output is the answer's context: the sender of the
         citation extractor's ``documents`` (citations are valid only against those chunks).
         """
-        from components.citation_extractor import CitationExtractor
+        from components.extractors.citation_extractor import CitationExtractor
 
         pipeline = self.service.rag_pipeline
         for sender, receiver, data in pipeline.graph.edges(data=True):
-            if isinstance(pipeline.get_component(receiver), CitationExtractor) and data["to_socket"].name == "documents":
+            if (
+                isinstance(pipeline.get_component(receiver), CitationExtractor)
+                and data["to_socket"].name == "documents"
+            ):
                 return sender
-        raise EvaluationError("The query pipeline has no CitationExtractor fed with `documents`; the context cannot be recorded.")
+        raise EvaluationError(
+            "The query pipeline has no CitationExtractor fed with `documents`; the context cannot be recorded."
+        )
 
     def search(self, question: EvalQuestion, k: int = RECALL_K) -> list[ContextChunk]:
         response = self.service.search({"query": question.question, "k": k, **question.requester.request_fields()})
         return [
-            ContextChunk(source_id=result["source_id"], document_id=result["document_id"], content=result.get("snippet", ""), score=result.get("score"))
+            ContextChunk(
+                source_id=result["source_id"],
+                document_id=result["document_id"],
+                content=result.get("snippet", ""),
+                score=result.get("score"),
+            )
             for result in response["results"]
         ]
 
@@ -301,14 +327,22 @@ def run_dataset(
         say(f"[{dataset.name}] indexing {len(dataset.documents)} documents ...")
         with CorpusIndex(dataset, Path(tmp) / "run1", query_overrides, query_pipeline) as index:
             chunks = index.chunk_count()
-            say(f"[{dataset.name}] {chunks} chunks in {index.index_seconds:.1f} s; asking {len(dataset.questions)} questions ...")
+            say(
+                f"[{dataset.name}] {chunks} chunks in {index.index_seconds:.1f} s; asking {len(dataset.questions)} questions ..."
+            )
             records = []
             with StageTimer.installed() as timer:
                 for number, question in enumerate(dataset.questions, start=1):
                     records.append(ask(index, question, timer))
                     if number % 50 == 0:
                         say(f"[{dataset.name}] {number}/{len(dataset.questions)}")
-            run = DatasetRun(dataset=dataset, records=records, chunks=chunks, index_seconds=index.index_seconds, routing_threshold=index.routing_threshold)
+            run = DatasetRun(
+                dataset=dataset,
+                records=records,
+                chunks=chunks,
+                index_seconds=index.index_seconds,
+                routing_threshold=index.routing_threshold,
+            )
         if repeat:
             say(f"[{dataset.name}] determinism: re-indexing into a fresh store and repeating the searches ...")
             with CorpusIndex(dataset, Path(tmp) / "run2") as second:
@@ -320,13 +354,25 @@ def run_dataset(
                     except Exception as error:
                         record.error = f"repeat: {type(error).__name__}: {error}"
     stages = sorted({stage for record in records for stage in record.stage_ms})
-    run.stage_latency_p50_ms = {stage: round(percentile([record.stage_ms.get(stage, 0.0) for record in records if not record.error], 50) or 0.0, 3) for stage in stages}
+    run.stage_latency_p50_ms = {
+        stage: round(
+            percentile([record.stage_ms.get(stage, 0.0) for record in records if not record.error], 50) or 0.0, 3
+        )
+        for stage in stages
+    }
     return run
 
 
 def _git_revision() -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=5).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=5,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -347,7 +393,7 @@ def run_evaluation(
     """
     import torch
 
-    from components.runtime import set_torch_threads
+    from components.core.runtime import set_torch_threads
 
     # As when serving: one torch thread (SOURCEBOUND_TORCH_THREADS overrides). Under CPU
     # contention two threads make single-query embedding many times slower. Restored after.
@@ -371,7 +417,13 @@ def run_evaluation(
     records_by_dataset: dict[str, list[QuestionRecord]] = {}
     try:
         runs = [
-            run_dataset(dataset, repeat=repeat, progress=progress, query_overrides=query_overrides, query_pipeline=query_pipeline)
+            run_dataset(
+                dataset,
+                repeat=repeat,
+                progress=progress,
+                query_overrides=query_overrides,
+                query_pipeline=query_pipeline,
+            )
             for dataset in datasets
         ]
     finally:

@@ -46,7 +46,9 @@ class StageTimer(Tracer):
         self.stages = {}
 
     @contextlib.contextmanager
-    def trace(self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Span | None = None) -> Iterator[Span]:
+    def trace(
+        self, operation_name: str, tags: dict[str, Any] | None = None, parent_span: Span | None = None
+    ) -> Iterator[Span]:
         span = _TimedSpan(tags)
         self._current.append(span)
         started = time.perf_counter()

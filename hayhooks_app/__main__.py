@@ -22,8 +22,8 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
-    from components.pipeline_copy import install_fast_input_copy
-    from components.runtime import set_torch_threads
+    from components.core.runtime import set_torch_threads
+    from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import ConfigError, Settings
 
     try:

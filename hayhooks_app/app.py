@@ -188,20 +188,30 @@ def _routes(container: ServiceContainer) -> APIRouter:
         created = int(container.started_at)
         return {
             "object": "list",
-            "data": [{"id": CHAT_MODEL_NAME, "name": CHAT_MODEL_NAME, "object": "model", "created": created, "owned_by": "sourcebound"}],
+            "data": [
+                {
+                    "id": CHAT_MODEL_NAME,
+                    "name": CHAT_MODEL_NAME,
+                    "object": "model",
+                    "created": created,
+                    "owned_by": "sourcebound",
+                }
+            ],
         }
 
     return router
 
 
-async def _index_uploads(container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None) -> dict:
+async def _index_uploads(
+    container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None
+) -> dict:
     """
     Index uploads as byte streams. Each keeps its (sanitised) file name as ``document_name``, so its
     ``document_id`` derives from tenant + name: uploading a changed file again replaces it.
     """
     from haystack.dataclasses import ByteStream
 
-    from components.document_identity import source_type_for_path
+    from components.core.document_identity import source_type_for_path
 
     limit = container.settings.limits.max_upload_bytes
     streams, total = [], 0
@@ -209,7 +219,9 @@ async def _index_uploads(container: ServiceContainer, files: list[UploadFile], f
         content = await upload.read()
         total += len(content)
         if total > limit:
-            raise ApiError(413, "payload_too_large", f"The uploaded files exceed {limit} bytes (SOURCEBOUND_MAX_UPLOAD_BYTES).")
+            raise ApiError(
+                413, "payload_too_large", f"The uploaded files exceed {limit} bytes (SOURCEBOUND_MAX_UPLOAD_BYTES)."
+            )
         name = _SAFE_FILENAME.sub("_", Path(upload.filename or "").name).strip("._") or f"upload-{index}"
         meta = {**form.stream_meta(), "document_name": form.document_name or name}
         source_type = source_type_for_path(name)

@@ -79,7 +79,9 @@ def completion(result: dict[str, Any], completion_id: str, created: int) -> Chat
     )
 
 
-def completion_chunks(result: dict[str, Any], completion_id: str, created: int, piece_words: int = 4) -> Iterator[ChatCompletion]:
+def completion_chunks(
+    result: dict[str, Any], completion_id: str, created: int, piece_words: int = 4
+) -> Iterator[ChatCompletion]:
     """``chat.completion.chunk`` objects: the answer in small pieces, then a final chunk with ``sourcebound``."""
 
     def chunk(delta: Message, finish_reason: str | None = None, **extra: Any) -> ChatCompletion:
@@ -99,7 +101,9 @@ def completion_chunks(result: dict[str, Any], completion_id: str, created: int, 
     yield chunk(Message(role="assistant"), finish_reason="stop", sourcebound=sourcebound_extra(result))
 
 
-def complete(container: ServiceContainer, body: dict[str, Any], headers: Headers | None) -> ChatCompletion | Iterator[ChatCompletion]:
+def complete(
+    container: ServiceContainer, body: dict[str, Any], headers: Headers | None
+) -> ChatCompletion | Iterator[ChatCompletion]:
     """
     Run a chat completion: validate, resolve identity, answer through the shared RAG service.
 

@@ -45,7 +45,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="data folder (default: SOURCEBOUND_DATA_DIR or ./data)")
-    common.add_argument("--pipeline", default="indexing", help="indexing pipeline name or YAML path (default: indexing)")
+    common.add_argument(
+        "--pipeline", default="indexing", help="indexing pipeline name or YAML path (default: indexing)"
+    )
     common.add_argument("--json", action="store_true", help="print the result as JSON")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     return common
@@ -78,7 +80,7 @@ def open_store(pipeline: str = "indexing") -> Any:
     """
     from haystack.utils.type_serialization import thread_safe_import
 
-    from components.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
+    from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
 
     for definition in load_pipeline_dict(pipeline)["components"].values():
         store = definition.get("init_parameters", {}).get("document_store")
@@ -93,9 +95,9 @@ def open_store(pipeline: str = "indexing") -> Any:
 
 def _run_guarded(args: argparse.Namespace, action) -> int:
     """Run a command body, turning the errors a user can cause into messages and exit codes."""
-    from components.document_identity import IndexingValidationError
-    from components.document_lifecycle import LifecycleError
-    from components.pipeline_loader import PipelineConfigError
+    from components.core.document_identity import IndexingValidationError
+    from components.services.document_lifecycle import LifecycleError
+    from components.services.pipeline_loader import PipelineConfigError
 
     _environment(args)
     try:
@@ -109,7 +111,7 @@ def _run_guarded(args: argparse.Namespace, action) -> int:
     except Exception as error:  # the store (e.g. a shard held by a running server) or a model failed
         from haystack.document_stores.errors import DocumentStoreError
 
-        from components.indexing_service import IndexingError
+        from components.services.indexing_service import IndexingError
 
         if isinstance(error, DocumentStoreError | IndexingError | OSError):
             _error(str(error))
@@ -122,10 +124,10 @@ def _run_guarded(args: argparse.Namespace, action) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.indexing_service import IndexingService
+        from components.services.indexing_service import IndexingService
 
         if os.environ.get("SOURCEBOUND_TORCH_THREADS"):
-            from components.runtime import set_torch_threads
+            from components.core.runtime import set_torch_threads
 
             set_torch_threads()
         from transformers.utils import logging as transformers_logging
@@ -200,7 +202,7 @@ def register_index(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 
 def _invalidate(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.document_lifecycle import invalidate
+        from components.services.document_lifecycle import invalidate
 
         result = invalidate(open_store(args.pipeline), args.tenant, args.document_ids, args.reason, args.cascade_id)
         text = f"invalidated {result['invalidated']} document(s), removed {result['chunks_removed']} chunk(s)"
@@ -226,11 +228,16 @@ def register_invalidate(subparsers: argparse._SubParsersAction) -> argparse.Argu
 def _flag_command(flag: str):
     def command(args: argparse.Namespace) -> int:
         def action() -> int:
-            from components.document_lifecycle import set_flags
+            from components.services.document_lifecycle import set_flags
 
             value = not args.undo
             updated = set_flags(open_store(args.pipeline), args.tenant, args.document_ids, **{flag: value})
-            result = {"tenant_id": args.tenant, "document_ids": args.document_ids, flag: value, "chunks_updated": updated}
+            result = {
+                "tenant_id": args.tenant,
+                "document_ids": args.document_ids,
+                flag: value,
+                "chunks_updated": updated,
+            }
             _print(args, result, f"{flag}={str(value).lower()} on {updated} chunk(s)")
             return EXIT_OK if updated else EXIT_FAILED
 
@@ -239,7 +246,9 @@ def _flag_command(flag: str):
     return command
 
 
-def _register_flag(subparsers: argparse._SubParsersAction, name: str, flag: str, help_text: str) -> argparse.ArgumentParser:
+def _register_flag(
+    subparsers: argparse._SubParsersAction, name: str, flag: str, help_text: str
+) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, parents=[_common_options()], help=help_text)
     parser.add_argument("document_ids", nargs="+", metavar="DOC_ID", help="document_id values")
     parser.add_argument("--tenant", required=True, help="tenant_id owning the documents")
@@ -260,7 +269,7 @@ def register_verify(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _delete(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.tag_directory import TagDirectory
+        from components.core.tag_directory import TagDirectory
         from hayhooks_app.config import Settings
         from hayhooks_app.erasure import erase_tenant, erase_user
         from hayhooks_app.records import RecordStore
@@ -274,8 +283,13 @@ def _delete(args: argparse.Namespace) -> int:
                 result, who = {"user_id": args.user, "tenant_id": args.tenant, "removed": removed}, f"user {args.user}"
             else:
                 directory = TagDirectory(settings.data_dir / "tags.sqlite")
-                removed = erase_tenant(store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file)
-                result, who = {"tenant_id": args.tenant, "chunks_removed": removed["chunks"], "removed": removed}, args.tenant
+                removed = erase_tenant(
+                    store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file
+                )
+                result, who = (
+                    {"tenant_id": args.tenant, "chunks_removed": removed["chunks"], "removed": removed},
+                    args.tenant,
+                )
         finally:
             records.close()
         summary = ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in removed.items())
@@ -301,12 +315,15 @@ def register_delete(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _stats(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.document_lifecycle import stats
+        from components.services.document_lifecycle import stats
 
         result = stats(open_store(args.pipeline), args.tenant)
         lines = [f"{result['chunks']} chunks in {result['documents']} documents ({result['tokens']} tokens)"]
         lines.append(f"tainted chunks: {result['tainted_chunks']}, verified chunks: {result['verified_chunks']}")
-        lines += [f"  {tenant}: {row['documents']} documents, {row['chunks']} chunks" for tenant, row in result["tenants"].items()]
+        lines += [
+            f"  {tenant}: {row['documents']} documents, {row['chunks']} chunks"
+            for tenant, row in result["tenants"].items()
+        ]
         _print(args, result, "\n".join(lines))
         return EXIT_OK
 
@@ -337,7 +354,9 @@ def plugin_modules() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sourcebound`` parser with every command registered."""
-    parser = argparse.ArgumentParser(prog="sourcebound", description="Index documents and manage the sourcebound index.")
+    parser = argparse.ArgumentParser(
+        prog="sourcebound", description="Index documents and manage the sourcebound index."
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:
         register(subparsers)

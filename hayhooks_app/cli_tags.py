@@ -32,7 +32,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from components.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
+from components.core.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -58,7 +58,10 @@ def _execute(args: argparse.Namespace, directory: TagDirectory) -> tuple[object,
         return {"user_id": args.user_id, "email": args.email}, f"user {args.user_id} <{args.email}> saved"
     if command == "remove-user":
         removed = directory.remove_user(args.user_id)
-        return {"user_id": args.user_id, "removed": removed}, f"user {args.user_id} {'removed' if removed else 'not found'}"
+        return {
+            "user_id": args.user_id,
+            "removed": removed,
+        }, f"user {args.user_id} {'removed' if removed else 'not found'}"
     if command == "set-owner":
         if (args.user_id is None) == (not args.none):
             raise TagDirectoryError("give an owner USER_ID or --none, not both or neither")
@@ -142,7 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     load.add_argument(
         "file",
         help="YAML with `users: [{id, email}]` and `tags: [{tenant_id, name, owner_user_id}]` "
-        "(see components/tag_directory.py)",
+        "(see components/core/tag_directory.py)",
     )
     parser.set_defaults(func=_run)
     return parser

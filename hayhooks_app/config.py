@@ -4,7 +4,7 @@ The application's settings, read once from the environment.
 Everything the HTTP layer needs is here; what the pipelines need (``RAG_*``,
 ``OLLAMA_BASE_URL``, ``CHAT_MODEL``, ``SOURCEBOUND_DATA_DIR``) is read by the
 YAML files through ``${NAME:-default}`` references (see
-``components.pipeline_loader``), so the YAML stays the single source of truth
+``components.services.pipeline_loader``), so the YAML stays the single source of truth
 for pipeline behaviour.
 
 Usage:
@@ -71,7 +71,7 @@ class Limits:
     """
     Request size limits of the HTTP layer; each one turns into a 4xx whose message names the limit.
 
-    Query length, ``k``, history and tag-count bounds are the query side's (``components.models``).
+    Query length, ``k``, history and tag-count bounds are the query side's (``components.core.models``).
     """
 
     max_documents_per_request: int = 100
@@ -84,7 +84,9 @@ class Limits:
     @classmethod
     def from_env(cls) -> "Limits":
         return cls(
-            max_documents_per_request=_env_int("SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1),
+            max_documents_per_request=_env_int(
+                "SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1
+            ),
             max_document_chars=_env_int("SOURCEBOUND_MAX_DOCUMENT_CHARS", cls.max_document_chars, 1),
             max_document_ids=_env_int("SOURCEBOUND_MAX_DOCUMENT_IDS", cls.max_document_ids, 1),
             max_request_bytes=_env_int("SOURCEBOUND_MAX_REQUEST_BYTES", cls.max_request_bytes, 1024),
@@ -147,7 +149,9 @@ class Settings:
             records_retention_days=_env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
             records_prune_interval_s=_env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
             bootstrap_corpus=_env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
-            sample_corpus_dir=Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS),
+            sample_corpus_dir=Path(
+                os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
+            ),
             limits=Limits.from_env(),
         )
 

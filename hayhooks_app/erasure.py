@@ -23,7 +23,7 @@ report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners':
 from pathlib import Path
 from typing import Any
 
-from components import document_lifecycle
+from components.services import document_lifecycle
 from hayhooks_app import cli_keys
 from hayhooks_app.records import RecordStore
 

@@ -72,7 +72,9 @@ def _error_location(loc: Iterable[Any]) -> str:
     return ".".join(parts) or "body"
 
 
-def describe_validation_errors(errors: Iterable[dict[str, Any]], allowed_fields: dict[str, list[str]] | None = None) -> str:
+def describe_validation_errors(
+    errors: Iterable[dict[str, Any]], allowed_fields: dict[str, list[str]] | None = None
+) -> str:
     """
     One readable line per pydantic error: ``field: problem``, unknown fields named as such.
 
@@ -102,7 +104,7 @@ def map_exception(error: BaseException) -> ApiError | None:
     """
     Map a domain exception to its ``ApiError``, or ``None`` when it is not a client-visible failure.
 
-    The service-layer hierarchy (``components.errors``) and the indexing validation error are
+    The service-layer hierarchy (``components.core.errors``) and the indexing validation error are
     matched by class name so that this module does not import the pipeline stack.
     """
     if isinstance(error, ApiError):
@@ -171,13 +173,17 @@ def install_error_handlers(app: FastAPI) -> None:
             # Hayhooks wraps unexpected pipeline exceptions as 500 "Pipeline execution failed: ...".
             logger.error("Internal error: %s", detail)
             return error_response(exc.status_code, "internal_error", "Internal error; see the server log.")
-        return error_response(exc.status_code, _status_type(exc.status_code), str(detail), getattr(exc, "headers", None))
+        return error_response(
+            exc.status_code, _status_type(exc.status_code), str(detail), getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         if _is_json_error(errors):
-            return error_response(400, "invalid_json", "The request body is not valid JSON: " + describe_validation_errors(errors))
+            return error_response(
+                400, "invalid_json", "The request body is not valid JSON: " + describe_validation_errors(errors)
+            )
         return error_response(422, "validation_error", describe_validation_errors(errors))
 
     @app.exception_handler(ValidationError)

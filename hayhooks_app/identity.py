@@ -280,7 +280,14 @@ def resolve_identity(
     if require_tags and not tags:
         raise forbidden("None of the requested user_tags are allowed for this API key.")
     acting_user = record.user_id if record.user_id is not None else user_id
-    return Identity(record.tenant_id, tags, acting_user, project_id, record.key_id, delegated=record.kind == "service" and acting_user is not None)
+    return Identity(
+        record.tenant_id,
+        tags,
+        acting_user,
+        project_id,
+        record.key_id,
+        delegated=record.kind == "service" and acting_user is not None,
+    )
 
 
 def _delegation_refusal(record: ApiKeyRecord, user_id: str) -> str:

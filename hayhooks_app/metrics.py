@@ -25,8 +25,8 @@ log has those. Invalidation ``reason`` is kept as a label only when it is a shor
 import re
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST as PROMETHEUS_CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
 __all__ = ["PROMETHEUS_CONTENT_TYPE", "Metrics", "metrics"]
@@ -80,7 +80,9 @@ class Metrics:
             "rag_invalidation_chunks_removed", "Chunks removed by invalidation.", ["reason"], registry=r
         )
         self.tenant_deletions = Counter("rag_tenant_deletions", "Tenants deleted.", registry=r)
-        self.tenant_chunks_removed = Counter("rag_tenant_chunks_removed", "Chunks removed by tenant deletes.", registry=r)
+        self.tenant_chunks_removed = Counter(
+            "rag_tenant_chunks_removed", "Chunks removed by tenant deletes.", registry=r
+        )
         self.flag_updates = Counter("rag_flag_updates", "Documents whose flags changed.", ["flag"], registry=r)
         self.index_size = Gauge("rag_index_size_total", "Points (chunks) in the store.", registry=r)
 

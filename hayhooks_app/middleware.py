@@ -149,9 +149,13 @@ def _check_json(body: bytes, model) -> tuple[int, str, str] | None:
     except ValidationError as error:
         return 422, "validation_error", describe_validation_errors(error.errors(), allowed_fields(model))
     if model is ChatCompletionRequest and parsed.get("model") != CHAT_MODEL_NAME:
-        return 400, "model_not_allowed", (
-            f"model {parsed.get('model')!r} is not served here: use model '{CHAT_MODEL_NAME}' "
-            "(choose the LLM with the extra field llm_model)."
+        return (
+            400,
+            "model_not_allowed",
+            (
+                f"model {parsed.get('model')!r} is not served here: use model '{CHAT_MODEL_NAME}' "
+                "(choose the LLM with the extra field llm_model)."
+            ),
         )
     return None
 

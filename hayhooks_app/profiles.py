@@ -29,23 +29,29 @@ from typing import Any
 
 import yaml
 
-from components.pipeline_loader import PIPELINES_DIR
+from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
 PROFILE_SOURCES = ("indexing", "search", "query", "query_ollama")
 
-EDGE = "components.qdrant_edge"
+EDGE = "components.document_stores.qdrant_edge"
 EDGE_STORE = f"{EDGE}.document_store.QdrantEdgeDocumentStore"
 SERVER_STORE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 SERVER_RETRIEVERS = "haystack_integrations.components.retrievers.qdrant.retriever"
 BM25_TEXT = f"{EDGE}.bm25_embedders.Bm25TextEmbedder"
 BM25_DOCUMENTS = f"{EDGE}.bm25_embedders.Bm25DocumentEmbedder"
-WRITERS = ("haystack.components.writers.document_writer.DocumentWriter", "components.lifecycle_writer.LifecycleDocumentWriter")
+WRITERS = (
+    "haystack.components.writers.document_writer.DocumentWriter",
+    "components.writers.lifecycle_document_writer.LifecycleDocumentWriter",
+)
 # Edge retriever -> (server retriever, whether it takes a BM25 query vector).
 RETRIEVERS = {
     f"{EDGE}.hybrid_retriever.QdrantEdgeHybridRetriever": (f"{SERVER_RETRIEVERS}.QdrantHybridRetriever", True),
     f"{EDGE}.bm25_retriever.QdrantEdgeBM25Retriever": (f"{SERVER_RETRIEVERS}.QdrantSparseEmbeddingRetriever", True),
-    f"{EDGE}.embedding_retriever.QdrantEdgeEmbeddingRetriever": (f"{SERVER_RETRIEVERS}.QdrantEmbeddingRetriever", False),
+    f"{EDGE}.embedding_retriever.QdrantEdgeEmbeddingRetriever": (
+        f"{SERVER_RETRIEVERS}.QdrantEmbeddingRetriever",
+        False,
+    ),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
 ACCESS_FIELDS = ("tenant_id", "tags", "document_id", "scope", "user_id", "project_id")
@@ -54,7 +60,7 @@ HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.
 # Qdrant-server profile: the same pipeline on qdrant-haystack's QdrantDocumentStore at the
 # QDRANT_URL server (collection QDRANT_COLLECTION), with BM25 sparse vectors from
-# components.qdrant_edge's Bm25 embedders. See hayhooks_app/profiles.py for the rules.
+# components.document_stores.qdrant_edge's Bm25 embedders. See hayhooks_app/profiles.py for the rules.
 """
 
 
@@ -70,7 +76,9 @@ def server_store(edge_parameters: dict[str, Any]) -> dict[str, Any]:
             "use_sparse_embeddings": True,
             "sparse_idf": True,
             "recreate_index": False,
-            "payload_fields_to_index": [{"field_name": f"meta.{field}", "field_schema": "keyword"} for field in ACCESS_FIELDS],
+            "payload_fields_to_index": [
+                {"field_name": f"meta.{field}", "field_schema": "keyword"} for field in ACCESS_FIELDS
+            ],
         },
     }
 
@@ -117,7 +125,9 @@ def to_server_profile(data: dict[str, Any]) -> dict[str, Any]:
             if sparse:
                 added[f"{name}_bm25"] = {"type": BM25_TEXT, "init_parameters": dict(bm25)}
                 _redirect(data, f"{name}.query", f"{name}_bm25.text")
-                data["connections"].append({"sender": f"{name}_bm25.sparse_embedding", "receiver": f"{name}.query_sparse_embedding"})
+                data["connections"].append(
+                    {"sender": f"{name}_bm25.sparse_embedding", "receiver": f"{name}.query_sparse_embedding"}
+                )
         elif component["type"] in WRITERS:
             added[f"{name}_bm25"] = {"type": BM25_DOCUMENTS, "init_parameters": dict(bm25)}
             _redirect(data, f"{name}.documents", f"{name}_bm25.documents")
@@ -131,7 +141,9 @@ def to_server_profile(data: dict[str, Any]) -> dict[str, Any]:
 def render(name: str, source_dir: Path = PIPELINES_DIR) -> str:
     """The generated server-profile YAML text for ``pipelines/<name>.yml``."""
     data = yaml.safe_load((source_dir / f"{name}.yml").read_text(encoding="utf-8"))
-    return HEADER.format(name=name) + yaml.safe_dump(to_server_profile(data), sort_keys=False, width=120, allow_unicode=True)
+    return HEADER.format(name=name) + yaml.safe_dump(
+        to_server_profile(data), sort_keys=False, width=120, allow_unicode=True
+    )
 
 
 def sources(source_dir: Path = PIPELINES_DIR) -> list[str]:

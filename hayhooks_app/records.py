@@ -219,7 +219,9 @@ class RecordStore:
             self._connection.commit()
         return removed
 
-    def erase_tenant(self, tenant_id: str, *, key_id: str | None = None, counts: dict[str, int] | None = None) -> dict[str, int]:
+    def erase_tenant(
+        self, tenant_id: str, *, key_id: str | None = None, counts: dict[str, int] | None = None
+    ) -> dict[str, int]:
         """
         Remove every query-log row and index event of a tenant, then write one ``delete_tenant`` tombstone:
         the tenant id, the key id, the removed chunk count and ``details`` with the counts; no document ids,
@@ -230,18 +232,31 @@ class RecordStore:
         """
         with self._lock, self._connection:
             removed = {
-                "query_log_rows": self._connection.execute("DELETE FROM query_log WHERE tenant_id = ?", (tenant_id,)).rowcount,
-                "index_events": self._connection.execute("DELETE FROM index_events WHERE tenant_id = ?", (tenant_id,)).rowcount,
+                "query_log_rows": self._connection.execute(
+                    "DELETE FROM query_log WHERE tenant_id = ?", (tenant_id,)
+                ).rowcount,
+                "index_events": self._connection.execute(
+                    "DELETE FROM index_events WHERE tenant_id = ?", (tenant_id,)
+                ).rowcount,
             }
             details = {**(counts or {}), **removed}
             self._connection.execute(
                 "INSERT INTO index_events (created_at, event, tenant_id, key_id, chunks, details) VALUES (?, ?, ?, ?, ?, ?)",
-                (time.time(), "delete_tenant", tenant_id, key_id, details.get("chunks"), json.dumps(details, sort_keys=True)),
+                (
+                    time.time(),
+                    "delete_tenant",
+                    tenant_id,
+                    key_id,
+                    details.get("chunks"),
+                    json.dumps(details, sort_keys=True),
+                ),
             )
         self._truncate_wal()
         return removed
 
-    def erase_user(self, user_id: str, tenant_id: str | None = None, *, counts: dict[str, int] | None = None) -> dict[str, int]:
+    def erase_user(
+        self, user_id: str, tenant_id: str | None = None, *, counts: dict[str, int] | None = None
+    ) -> dict[str, int]:
         """
         Remove a user's query-log rows (in one tenant, or all) and write a ``delete_user`` tombstone holding
         only counts (not the user id).

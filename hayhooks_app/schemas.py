@@ -4,7 +4,7 @@ Request and response models of the HTTP API.
 Requests are strict: unknown fields, wrong JSON types (``"5"`` for an int), out-of-range
 numbers, blank queries, NUL characters and malformed ids are rejected with a 422 whose
 message names the field. The search and RAG bodies are the query side's own models
-(``components.models``, which own the query/``k``/history bounds) with the identity fields
+(``components.core.models``, which own the query/``k``/history bounds) with the identity fields
 made optional; the HTTP layer's own size limits (documents per request, upload and body
 bytes) come from ``hayhooks_app.config.Limits`` (``SOURCEBOUND_MAX_*``), read once at import.
 
@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from components import models as query_models
-from components.models import MAX_CONTEXT_CHUNKS, MAX_HISTORY_MESSAGE_CHARS, MAX_HISTORY_MESSAGES, MAX_TAGS
+from components.core import models as query_models
+from components.core.models import MAX_CONTEXT_CHUNKS, MAX_HISTORY_MESSAGE_CHARS, MAX_HISTORY_MESSAGES, MAX_TAGS
 from hayhooks_app.config import Limits
 
 LIMITS = Limits.from_env()
@@ -47,7 +47,9 @@ def _not_blank(value: str) -> str:
 Identifier = Annotated[query_models.Identifier, AfterValidator(_no_control_characters), AfterValidator(_not_blank)]
 DocumentId = Annotated[str, StringConstraints(pattern=DOCUMENT_ID_PATTERN)]
 ShortText = Annotated[str, StringConstraints(max_length=512), AfterValidator(_no_control_characters)]
-MessageText = Annotated[str, StringConstraints(max_length=MAX_HISTORY_MESSAGE_CHARS), AfterValidator(_no_control_characters)]
+MessageText = Annotated[
+    str, StringConstraints(max_length=MAX_HISTORY_MESSAGE_CHARS), AfterValidator(_no_control_characters)
+]
 ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
 UserTags = Annotated[list[Identifier], Field(min_length=1, max_length=MAX_TAGS)]
 
@@ -76,7 +78,7 @@ class _ApiIdentityFields:
         return value  # the Identifier type already checks each tag
 
 
-# --- search and rag: the query side's models (components.models) with optional identity -----
+# --- search and rag: the query side's models (components.core.models) with optional identity -----
 
 
 class SearchFilters(query_models.SearchFilters):
@@ -85,13 +87,14 @@ class SearchFilters(query_models.SearchFilters):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-
 class SearchRequest(_ApiIdentityFields, query_models.SearchRequest):
     """``POST /search/run``: retrieval only (``k`` defaults to the search pipeline's ``top_k``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    tenant_id: Identifier | None = Field(None, description="Tenant (required in trusted mode; must match the key in api_key mode).")
+    tenant_id: Identifier | None = Field(
+        None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
+    )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
     filters: SearchFilters | None = None
 
@@ -101,7 +104,9 @@ class RAGRequestBody(_ApiIdentityFields, query_models.RAGRequest):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    tenant_id: Identifier | None = Field(None, description="Tenant (required in trusted mode; must match the key in api_key mode).")
+    tenant_id: Identifier | None = Field(
+        None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
+    )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
     filters: SearchFilters | None = None
 
@@ -117,15 +122,15 @@ MetaValue = str | int | float | bool | None | list[str]
 class IndexDocumentIn(StrictModel):
     """One document to index."""
 
-    content: Annotated[str, StringConstraints(max_length=LIMITS.max_document_chars), AfterValidator(_not_blank)] = Field(
-        description="The document text."
+    content: Annotated[str, StringConstraints(max_length=LIMITS.max_document_chars), AfterValidator(_not_blank)] = (
+        Field(description="The document text.")
     )
     tenant_id: Identifier = Field(description="Owning tenant.")
     tags: UserTags = Field(description="At least one access tag.")
     document_id: DocumentId | None = Field(None, description="[A-Za-z0-9-]+; derived from tenant + source when absent.")
     document_name: ShortText | None = Field(None, description="Display name used in citations.")
-    source_uri: Annotated[str, StringConstraints(max_length=2048), AfterValidator(_no_control_characters)] | None = Field(
-        None, description="Where the text came from."
+    source_uri: Annotated[str, StringConstraints(max_length=2048), AfterValidator(_no_control_characters)] | None = (
+        Field(None, description="Where the text came from.")
     )
     scope: Literal["tenant", "user", "project", "public"] = Field(
         "tenant",
@@ -134,8 +139,11 @@ class IndexDocumentIn(StrictModel):
     )
     user_id: Identifier | None = Field(None, description="Owner for scope=user and scope=project.")
     project_id: Identifier | None = Field(None, description="Project for scope=project.")
-    meta: Annotated[dict[Annotated[str, StringConstraints(max_length=64)], MetaValue], Field(max_length=64)] | None = Field(
-        None, description="Extra metadata (e.g. verified, artifact_id, provenance_id, language); access fields are reserved."
+    meta: Annotated[dict[Annotated[str, StringConstraints(max_length=64)], MetaValue], Field(max_length=64)] | None = (
+        Field(
+            None,
+            description="Extra metadata (e.g. verified, artifact_id, provenance_id, language); access fields are reserved.",
+        )
     )
 
     @model_validator(mode="after")
@@ -153,8 +161,8 @@ class IndexDocumentIn(StrictModel):
 class IndexRequest(StrictModel):
     """``POST /index/run``."""
 
-    documents: Annotated[list[IndexDocumentIn], Field(min_length=1, max_length=LIMITS.max_documents_per_request)] = Field(
-        description=f"1..{LIMITS.max_documents_per_request} documents."
+    documents: Annotated[list[IndexDocumentIn], Field(min_length=1, max_length=LIMITS.max_documents_per_request)] = (
+        Field(description=f"1..{LIMITS.max_documents_per_request} documents.")
     )
 
 

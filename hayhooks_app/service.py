@@ -2,7 +2,7 @@
 The process-wide service container: one set of loaded pipelines, one store, one records
 database, shared by every Hayhooks wrapper of the process.
 
-Pipelines are loaded from YAML (``components.pipeline_loader.load_pipeline``) once, on first
+Pipelines are loaded from YAML (``components.services.pipeline_loader.load_pipeline``) once, on first
 use or at start-up (``ServiceContainer.build``), under a lock, so concurrent first requests
 never load a pipeline twice. The Qdrant Edge store is shared through its per-path shard
 registry; the container hands the indexing pipeline's store object to the lifecycle
@@ -36,8 +36,8 @@ from urllib.request import urlopen
 from haystack import Pipeline
 from pydantic import BaseModel
 
-from components import document_lifecycle
-from components.pipeline_loader import load_pipeline
+from components.services import document_lifecycle
+from components.services.pipeline_loader import load_pipeline
 from hayhooks_app.config import Settings, service_version
 from hayhooks_app.errors import map_exception
 from hayhooks_app.identity import ApiKeyStore, Identity
@@ -117,7 +117,12 @@ class ServiceContainer:
                 pipeline = load_pipeline(self.pipeline_name(kind))
                 pipeline.warm_up()
                 self._pipelines[kind] = pipeline
-                logger.info("Loaded the %s pipeline (%s) in %.1f s.", kind, self.pipeline_name(kind), time.perf_counter() - started)
+                logger.info(
+                    "Loaded the %s pipeline (%s) in %.1f s.",
+                    kind,
+                    self.pipeline_name(kind),
+                    time.perf_counter() - started,
+                )
             return self._pipelines[kind]
 
     @property
@@ -126,7 +131,7 @@ class ServiceContainer:
         if self._indexing is None:
             with self._lock:
                 if self._indexing is None:
-                    from components.indexing_service import IndexingService
+                    from components.services.indexing_service import IndexingService
 
                     self._indexing = IndexingService(
                         self.pipeline("indexing"), max_document_chars=self.settings.limits.max_document_chars
@@ -139,7 +144,7 @@ class ServiceContainer:
         if self._queries is None:
             with self._lock:
                 if self._queries is None:
-                    from components.query_service import QueryService
+                    from components.services.query_service import QueryService
 
                     self._queries = QueryService(self.pipeline("rag"), self.pipeline("search"))
         return self._queries
@@ -211,7 +216,11 @@ class ServiceContainer:
     @staticmethod
     def _with_identity(request: dict[str, Any], identity: Identity) -> dict[str, Any]:
         # The identity's values replace whatever the body said: they are the only access input.
-        payload = {key: value for key, value in request.items() if key not in {"tenant_id", "user_tags", "user_id", "project_id"}}
+        payload = {
+            key: value
+            for key, value in request.items()
+            if key not in {"tenant_id", "user_tags", "user_id", "project_id"}
+        }
         payload.update(tenant_id=identity.tenant_id, user_tags=list(identity.user_tags))
         if identity.user_id is not None:
             payload["user_id"] = identity.user_id
@@ -237,7 +246,9 @@ class ServiceContainer:
         metrics.query_results.labels(endpoint, mode).observe(count)
         metrics.query_tokens.labels(endpoint).observe(tokens)
         metrics.queries.labels(endpoint, "ok").inc()
-        self._log_query(endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens)
+        self._log_query(
+            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens
+        )
         return result
 
     def rag(self, request: dict[str, Any], identity: Identity, endpoint: str = "rag") -> dict[str, Any]:
@@ -249,7 +260,9 @@ class ServiceContainer:
         except Exception as error:
             latency_ms = (time.perf_counter() - started) * 1000
             metrics.queries.labels(endpoint, _outcome(error)).inc()
-            self._log_query(endpoint, payload, identity, latency_ms, model=payload.get("model"), outcome=_outcome(error))
+            self._log_query(
+                endpoint, payload, identity, latency_ms, model=payload.get("model"), outcome=_outcome(error)
+            )
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count = int(result.get("context_chunks_used") or 0)
@@ -270,7 +283,9 @@ class ServiceContainer:
 
     # ------------------------------------------------------------------ index changes
 
-    def _record_indexing(self, result: dict[str, Any], tenant_ids: list[str], key_id: str | None, latency_s: float) -> None:
+    def _record_indexing(
+        self, result: dict[str, Any], tenant_ids: list[str], key_id: str | None, latency_s: float
+    ) -> None:
         metrics.embedding_latency.observe(latency_s)
         metrics.chunks_created.inc(int(result.get("chunks_written") or 0))
         documents = result.get("documents", [])
@@ -308,11 +323,13 @@ class ServiceContainer:
         started = time.perf_counter()
         with self.write_lock:
             result = as_dict(self.indexing.index_streams(streams))
-        self._record_indexing(result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started)
+        self._record_indexing(
+            result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started
+        )
         return result
 
     def _locked_lifecycle(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a :mod:`components.document_lifecycle` operation on the store under the write lock."""
+        """Run a :mod:`components.services.document_lifecycle` operation on the store under the write lock."""
         with self.write_lock:
             return operation(self.store, *args, **kwargs)
 
@@ -417,12 +434,14 @@ class ServiceContainer:
         }
 
     def _embedder_status(self) -> dict[str, Any]:
-        embedder = find_component(self.pipeline("search"), lambda c: type(c).__name__.endswith("TextEmbedder") and hasattr(c, "model"))
+        embedder = find_component(
+            self.pipeline("search"), lambda c: type(c).__name__.endswith("TextEmbedder") and hasattr(c, "model")
+        )
         if embedder is None:
             return {"model": None, "loaded": False}
         model = str(getattr(embedder, "model", ""))
         try:
-            from components.runtime import DEFAULT_EMBEDDING_MODEL_NAME, embedding_model_path
+            from components.core.runtime import DEFAULT_EMBEDDING_MODEL_NAME, embedding_model_path
 
             packaged = Path(model).resolve() == Path(embedding_model_path()).resolve()
         except Exception:  # the packaged model is optional for a custom YAML
@@ -453,7 +472,12 @@ def _introspect_generator(pipeline: Pipeline) -> dict[str, Any]:
     ollama = find_component(pipeline, lambda c: "Ollama" in type(c).__name__ and hasattr(c, "url"))
     if ollama is not None:
         url = str(getattr(ollama, "url", "")).rstrip("/")
-        return {"backend": "ollama", "model": getattr(ollama, "model", None), "url": url, "reachable": _reachable(f"{url}/api/tags")}
+        return {
+            "backend": "ollama",
+            "model": getattr(ollama, "model", None),
+            "url": url,
+            "reachable": _reachable(f"{url}/api/tags"),
+        }
     return {"backend": "extractive", "model": "extractive", "reachable": True}
 
 

@@ -120,11 +120,17 @@ def takes(model: type[BaseModel], returns: Any = dict) -> Callable:
         docs = []
         for name, field in model.model_fields.items():
             default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
-            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=_field_annotation(field)))
+            parameters.append(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=_field_annotation(field)
+                )
+            )
             description = field.description or FIELD_DESCRIPTIONS.get(name)
             if description:
                 docs.append(f":param {name}: {description}")
-        parameters.append(inspect.Parameter("headers", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Headers | None))
+        parameters.append(
+            inspect.Parameter("headers", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Headers | None)
+        )
         run.__signature__ = inspect.Signature(parameters, return_annotation=returns)
         summary = inspect.getdoc(method) or ""
         run.__doc__ = "\n\n".join(part for part in (summary, "\n".join(docs)) if part)

@@ -14,7 +14,9 @@ def no_network(monkeypatch):
 
     def guarded_connect(sock, address):
         host = address[0] if isinstance(address, tuple) else address
-        if isinstance(host, str) and (host.startswith("127.") or host in {"localhost", "::1"} or sock.family == socket.AF_UNIX):
+        if isinstance(host, str) and (
+            host.startswith("127.") or host in {"localhost", "::1"} or sock.family == socket.AF_UNIX
+        ):
             return real_connect(sock, address)
         raise OSError(f"network access attempted during an offline test: {address!r}")
 

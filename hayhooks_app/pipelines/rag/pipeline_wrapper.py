@@ -5,7 +5,7 @@ through the RAG pipeline (``pipelines/query.yml`` or ``query_ollama.yml``).
 
 from starlette.datastructures import Headers
 
-from components.models import RAGResponse
+from components.core.models import RAGResponse
 from hayhooks_app import chat
 from hayhooks_app.errors import raise_api_errors
 from hayhooks_app.schemas import RAGRequestBody

@@ -2,7 +2,7 @@
 
 from starlette.datastructures import Headers
 
-from components.models import SearchResponse
+from components.core.models import SearchResponse
 from hayhooks_app.schemas import SearchRequest
 from hayhooks_app.wrapper_support import ServiceWrapper, takes
 

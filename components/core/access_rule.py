@@ -1,0 +1,290 @@
+"""
+The access rule (issue 4 §1), in one place, in its two forms:
+
+* :meth:`AccessRule.to_filters` — the Haystack filter ANDed into every retrieval;
+* :meth:`AccessRule.allows` — the same rule checked on a retrieved document
+  (defence in depth, used by :class:`components.validators.access_guard.AccessGuard`).
+
+A chunk is visible to a request when (docs/contract.md "Access rule")
+
+    (    tenant_id == request.tenant_id
+     AND tags ∩ request.user_tags ≠ ∅
+     AND (scope == "tenant"
+          OR (scope == "user"    AND user_id == request.user_id)
+          OR (scope == "project" AND project_id == request.project_id AND user_id == request.user_id)))
+    OR scope == "public"
+
+plus the request's narrowing options: ``verified_only`` (``verified == True``),
+``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted) and
+``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule).
+
+A project-scoped chunk is visible only to its owning user (``user_id``) within that
+project. A ``public`` chunk (shared product documentation, written only with the
+``public`` permission) is visible to every tenant whatever its tags. A chunk without a
+``scope`` is not visible (the indexer always writes one; a missing scope is a bug that
+must fail closed). A request without ``user_id`` sees no user- or project-scoped chunks,
+one without ``project_id`` no project-scoped chunks, and one with no tags sees nothing:
+:class:`AccessRule` refuses to exist without tags.
+
+Usage:
+
+```python
+rule = AccessRule(tenant_id="acme", user_tags=("hr",), user_id="u1")
+retriever.run(query=q, query_embedding=e, filters=rule.to_filters())
+visible = [d for d in documents if rule.allows(d)]
+```
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from haystack import Document, default_from_dict, default_to_dict
+
+ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope"})
+# The query `scope` values: each keeps one branch of the rule; None keeps all of them.
+QUERY_SCOPES = ("project", "user", "tenant", "public")
+# A filter no document matches (an empty id list), for a narrowing that leaves no branch.
+_MATCH_NOTHING: dict[str, Any] = {"field": "id", "operator": "in", "value": []}
+
+
+def _flag_conditions(verified_only: bool, exclude_tainted: bool) -> list[dict[str, Any]]:
+    conditions: list[dict[str, Any]] = []
+    if verified_only:
+        conditions.append({"field": "meta.verified", "operator": "==", "value": True})
+    if exclude_tainted:
+        conditions.append({"field": "meta.tainted", "operator": "!=", "value": True})
+    return conditions
+
+
+@dataclass(frozen=True)
+class AccessRule:
+    """
+    The access rule of one request.
+
+    :param tenant_id: The requester's tenant.
+    :param user_tags: The requester's tags (at least one).
+    :param user_id: The requester's user id, for user-scoped chunks.
+    :param project_id: The requester's project id, for project-scoped chunks.
+    :param verified_only: Keep only chunks with ``verified == True``.
+    :param exclude_tainted: Drop chunks with ``tainted == True``.
+    :param scope: Narrow to one branch (``project``, ``user``, ``tenant``, ``public``); ``None`` keeps all.
+    """
+
+    tenant_id: str
+    user_tags: tuple[str, ...]
+    user_id: str | None = None
+    project_id: str | None = None
+    verified_only: bool = False
+    exclude_tainted: bool = True
+    scope: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tenant_id, str) or not self.tenant_id.strip():
+            raise ValueError("tenant_id is required: every retrieval is confined to one tenant.")
+        tags = tuple(self.user_tags) if not isinstance(self.user_tags, str) else (self.user_tags,)
+        if not tags or any(not isinstance(tag, str) or not tag for tag in tags):
+            raise ValueError(
+                "user_tags must name at least one non-empty tag; a request without tags sees nothing (reject it at the API)."
+            )
+        # Sorted and de-duplicated so the filter (and anything cached on it) is deterministic.
+        object.__setattr__(self, "user_tags", tuple(sorted(set(tags))))
+        for name in ("user_id", "project_id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty string or None.")
+        for name in ("verified_only", "exclude_tainted"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a boolean.")
+        if self.scope is not None and self.scope not in QUERY_SCOPES:
+            raise ValueError(
+                f"scope must be one of {', '.join(QUERY_SCOPES)} (or omitted for everything visible), got {self.scope!r}."
+            )
+
+    def _wants(self, scope: str) -> bool:
+        return self.scope is None or self.scope == scope
+
+    @classmethod
+    def from_request(
+        cls,
+        tenant_id: str,
+        user_tags: Iterable[str],
+        user_id: str | None = None,
+        project_id: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        default_verified_only: bool = False,
+        default_exclude_tainted: bool = True,
+    ) -> "AccessRule":
+        """
+        Build the rule from request fields and the request's options dict.
+
+        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str}``; any other key is
+            rejected, because a request's own filters must never reach the store.
+        :raises ValueError: On an unknown option key, a non-boolean option, or a missing tenant / tags.
+        """
+        options = dict(options or {})
+        unknown = set(options) - ALLOWED_OPTION_KEYS
+        if unknown:
+            raise ValueError(
+                f"Unsupported filter option(s) {sorted(unknown)}: a request may only set {sorted(ALLOWED_OPTION_KEYS)}; "
+                "tenant, tags and scope are enforced server-side."
+            )
+        verified_only = options.get("verified_only")
+        exclude_tainted = options.get("exclude_tainted")
+        return cls(
+            tenant_id=tenant_id,
+            user_tags=tuple(user_tags or ()),
+            user_id=user_id,
+            project_id=project_id,
+            verified_only=default_verified_only if verified_only is None else verified_only,
+            exclude_tainted=default_exclude_tainted if exclude_tainted is None else exclude_tainted,
+            scope=options.get("scope"),
+        )
+
+    def to_filters(self) -> dict[str, Any]:
+        """
+        The Haystack filter expressing this rule: the tenant branch (one ``AND`` the store answers from its access
+        keys) OR the public branch, each with the flag conditions; only the branches ``scope`` keeps.
+        """
+        flags = _flag_conditions(self.verified_only, self.exclude_tainted)
+        scope_branches: list[dict[str, Any]] = []
+        if self._wants("tenant"):
+            scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
+        if self._wants("user") and self.user_id is not None:
+            scope_branches.append(
+                {
+                    "operator": "AND",
+                    "conditions": [
+                        {"field": "meta.scope", "operator": "==", "value": "user"},
+                        {"field": "meta.user_id", "operator": "==", "value": self.user_id},
+                    ],
+                }
+            )
+        if self._wants("project") and self.project_id is not None and self.user_id is not None:
+            scope_branches.append(
+                {
+                    "operator": "AND",
+                    "conditions": [
+                        {"field": "meta.scope", "operator": "==", "value": "project"},
+                        {"field": "meta.project_id", "operator": "==", "value": self.project_id},
+                        # Project documents are private to their owner within the project.
+                        {"field": "meta.user_id", "operator": "==", "value": self.user_id},
+                    ],
+                }
+            )
+        branches: list[dict[str, Any]] = []
+        if scope_branches:
+            tenant_conditions: list[dict[str, Any]] = [
+                {"field": "meta.tenant_id", "operator": "==", "value": self.tenant_id},
+                # On the list field `tags`, `in` means "shares at least one value" (contract).
+                {"field": "meta.tags", "operator": "in", "value": list(self.user_tags)},
+                scope_branches[0] if len(scope_branches) == 1 else {"operator": "OR", "conditions": scope_branches},
+            ]
+            branches.append({"operator": "AND", "conditions": tenant_conditions + flags})
+        if self._wants("public"):
+            branches.append(
+                {
+                    "operator": "AND",
+                    "conditions": [{"field": "meta.scope", "operator": "==", "value": "public"}, *flags],
+                }
+            )
+        if not branches:
+            return _MATCH_NOTHING
+        return branches[0] if len(branches) == 1 else {"operator": "OR", "conditions": branches}
+
+    def violation(self, document: Document) -> str | None:
+        """Why ``document`` is not visible under this rule, or ``None`` when it is."""
+        meta = document.meta or {}
+        scope = meta.get("scope")
+        if scope not in QUERY_SCOPES:
+            return f"unknown or missing scope {scope!r}"
+        if not self._wants(scope):
+            return f"{scope}-scoped chunk outside the requested scope {self.scope!r}"
+        if scope != "public":
+            if meta.get("tenant_id") != self.tenant_id:
+                return "tenant_id differs from the request's tenant"
+            tags = meta.get("tags")
+            tags = [tags] if isinstance(tags, str) else list(tags or [])
+            if not set(tags) & set(self.user_tags):
+                return "shares no tag with the request's user_tags"
+        if scope == "user":
+            if self.user_id is None or meta.get("user_id") != self.user_id:
+                return "user-scoped chunk of another user"
+        elif scope == "project":
+            if self.project_id is None or meta.get("project_id") != self.project_id:
+                return "project-scoped chunk of another project"
+            if self.user_id is None or meta.get("user_id") != self.user_id:
+                return "project-scoped chunk of another user"
+        if self.verified_only and meta.get("verified") is not True:
+            return "not verified while verified_only is set"
+        if self.exclude_tainted and meta.get("tainted") is True:
+            return "tainted while exclude_tainted is set"
+        return None
+
+    def allows(self, document: Document) -> bool:
+        """Whether ``document`` is visible under this rule."""
+        return self.violation(document) is None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rule's fields, for logging and pipeline outputs."""
+        return {
+            "tenant_id": self.tenant_id,
+            "user_tags": list(self.user_tags),
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+            "verified_only": self.verified_only,
+            "exclude_tainted": self.exclude_tainted,
+            "scope": self.scope,
+        }
+
+
+class RequestOptionDefaults:
+    """
+    Init, (de)serialisation and rule building shared by the components that apply the access rule of a
+    request (:class:`components.builders.access_filter_builder.AccessFilterBuilder`, :class:`components.validators.access_guard.AccessGuard`),
+    so both read the request's options with the same defaults.
+    """
+
+    def __init__(self, default_verified_only: bool = False, default_exclude_tainted: bool = True) -> None:
+        """
+        :param default_verified_only: ``verified_only`` when the request does not set it.
+        :param default_exclude_tainted: ``exclude_tainted`` when the request does not set it.
+        """
+        for name, value in (
+            ("default_verified_only", default_verified_only),
+            ("default_exclude_tainted", default_exclude_tainted),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be a boolean, got {value!r}.")
+        self.default_verified_only = default_verified_only
+        self.default_exclude_tainted = default_exclude_tainted
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the component."""
+        return default_to_dict(
+            self, default_verified_only=self.default_verified_only, default_exclude_tainted=self.default_exclude_tainted
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Deserialize the component."""
+        return default_from_dict(cls, data)
+
+    def request_rule(
+        self,
+        tenant_id: str,
+        user_tags: Iterable[str],
+        user_id: str | None,
+        project_id: str | None,
+        options: Mapping[str, Any] | None,
+    ) -> AccessRule:
+        """The request's :class:`AccessRule`, with this component's option defaults (see :meth:`AccessRule.from_request`)."""
+        return AccessRule.from_request(
+            tenant_id=tenant_id,
+            user_tags=user_tags,
+            user_id=user_id,
+            project_id=project_id,
+            options=options,
+            default_verified_only=self.default_verified_only,
+            default_exclude_tainted=self.default_exclude_tainted,
+        )

@@ -1,0 +1,184 @@
+"""
+URL canonicalisation and the domain allowlist (RAG Standard axioms A4 and A5), as pure functions.
+
+Variants of one page's URL must collapse to one ``source_uri`` and therefore one
+derived ``document_id``, or the same page is indexed twice and answers cite
+duplicates. :func:`canonicalize_url` makes these equal:
+
+* scheme and host in lower case, a trailing dot and the default port (80/443) dropped;
+* no fragment (``#section``);
+* no tracking parameters (``utm_*``, ``gclid``, ``fbclid``, ...); the remaining
+  query parameters sorted, so their order does not matter;
+* one form of trailing slash: none, except for the root path ``/``;
+* dot segments (``/a/../b``) and repeated slashes resolved, percent-escapes of
+  unreserved characters decoded and the rest in upper case.
+
+Only ``http``/``https`` URLs are rewritten; anything else (``file://`` URIs,
+plain identifiers) is returned stripped of surrounding whitespace, so the
+function is safe to call on every ``source_uri``. It is idempotent.
+
+Usage:
+
+```python
+from components.core.url_canonicalizer import canonicalize_url, domain_allowed
+
+canonicalize_url("HTTPS://Help.Example.COM:443/a/b/?utm_source=x&b=2&a=1#top")
+# 'https://help.example.com/a/b?a=1&b=2'
+domain_allowed("https://docs.example.com/x", ["example.com"])  # True: a subdomain
+```
+"""
+
+import posixpath
+import re
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+# Query parameters that identify a campaign or a click, never the page.
+TRACKING_PARAMETERS = frozenset(
+    {
+        "gclid",
+        "gclsrc",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "fbclid",
+        "msclkid",
+        "yclid",
+        "twclid",
+        "ttclid",
+        "li_fat_id",
+        "igshid",
+        "mc_cid",
+        "mc_eid",
+        "_ga",
+        "_gl",
+        "_hsenc",
+        "_hsmi",
+        "__hssc",
+        "__hstc",
+        "__hsfp",
+        "hsctatracking",
+        "mkt_tok",
+        "vero_id",
+        "vero_conv",
+        "oly_anon_id",
+        "oly_enc_id",
+        "rb_clickid",
+        "s_cid",
+        "wickedid",
+        "spm",
+    }
+)
+TRACKING_PREFIXES = ("utm_", "pk_", "mtm_", "hsa_")
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PERCENT_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def is_http_url(value: str | None) -> bool:
+    """Whether ``value`` is an absolute ``http``/``https`` URL with a host."""
+    if not value or not isinstance(value, str):
+        return False
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname)
+
+
+def is_tracking_parameter(name: str) -> bool:
+    """Whether a query parameter name is a known tracking parameter (case-insensitive)."""
+    lowered = name.lower()
+    return lowered in TRACKING_PARAMETERS or lowered.startswith(TRACKING_PREFIXES)
+
+
+def _normalise_escapes(text: str) -> str:
+    # Decode escapes of unreserved characters (%7E -> ~) and upper-case the rest (%2f -> %2F);
+    # never decode reserved ones such as %2F, which would change the meaning of the path.
+    def fix(match: re.Match) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+    return _PERCENT_ESCAPE.sub(fix, text)
+
+
+def _normalise_path(path: str) -> str:
+    path = _normalise_escapes(path)
+    # Quote what must be quoted (spaces, non-ASCII) and keep existing escapes as they are.
+    path = quote(path, safe="/%:@!$&'()*+,;=-._~")
+    path = re.sub(r"/{2,}", "/", path)
+    if not path or path == "/":
+        return "/"
+    normalised = posixpath.normpath(path)
+    if not normalised.startswith("/"):
+        normalised = "/" + normalised
+    # normpath keeps a leading "//"; collapse it so "/./" and "//" variants agree.
+    normalised = re.sub(r"^/{2,}", "/", normalised)
+    return normalised if normalised == "/" else normalised.rstrip("/")
+
+
+def canonicalize_url(url: str) -> str:
+    """
+    Return the canonical form of ``url`` (see the module docstring for the rules).
+
+    :param url: Any source URI. Non-HTTP values are only stripped of surrounding whitespace.
+    :returns: The canonical URL.
+    """
+    stripped = url.strip()
+    if not is_http_url(stripped):
+        return stripped
+    parts = urlsplit(stripped)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower().rstrip(".")
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    if parts.username:
+        userinfo = parts.username + (f":{parts.password}" if parts.password else "")
+        netloc = f"{userinfo}@{netloc}"
+
+    query_pairs = [
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if not is_tracking_parameter(name)
+    ]
+    query = urlencode(sorted(query_pairs), quote_via=quote, safe="-._~")
+    return urlunsplit((scheme, netloc, _normalise_path(parts.path), query, ""))
+
+
+def url_host(url: str) -> str | None:
+    """The lower-case host of an HTTP(S) URL, or ``None`` for anything else."""
+    if not is_http_url(url):
+        return None
+    return (urlsplit(url.strip()).hostname or "").lower().rstrip(".") or None
+
+
+def parse_domain_list(domains: str | Iterable[str] | None) -> list[str]:
+    """
+    Normalise an allowlist given as a comma-separated string (``RAG_ALLOWLIST_DOMAINS``) or a list.
+
+    :returns: Lower-case domains without surrounding dots or whitespace; empty when no allowlist is set.
+    """
+    if domains is None:
+        return []
+    items = domains.split(",") if isinstance(domains, str) else list(domains)
+    return [item.strip().lower().strip(".") for item in items if item and item.strip().strip(".")]
+
+
+def domain_allowed(url: str, allowed_domains: Iterable[str] | None) -> bool:
+    """
+    Whether an HTTP(S) URL's host is an allowed domain or a subdomain of one.
+
+    An empty allowlist allows everything; values that are not HTTP(S) URLs (local
+    files, plain identifiers) have no domain and are always allowed.
+    """
+    domains = parse_domain_list(allowed_domains)
+    host = url_host(url)
+    if not domains or host is None:
+        return True
+    return any(host == domain or host.endswith("." + domain) for domain in domains)

@@ -1,0 +1,206 @@
+"""
+Lifecycle operations on indexed documents: invalidate, taint/verify, delete a tenant, statistics.
+
+Plain functions over any Haystack document store with ``delete_by_filter``,
+``update_by_filter`` and ``count_documents_by_filter`` (the Qdrant Edge store
+has all three), used by the CLI and the REST API. Every operation is scoped to
+one tenant: a ``document_id`` of another tenant is never touched.
+
+* :func:`invalidate` removes all chunks of one or many documents in one store
+  update, so a search right after returns zero results from them;
+* :func:`set_flags` sets ``tainted``/``verified`` on every chunk of the documents
+  without re-embedding (retrieval's ``exclude_tainted``/``verified_only`` read them);
+* :func:`delete_tenant` removes everything of a tenant;
+* :func:`delete_user` removes a user's private documents (``user`` and ``project`` scope owned by the user);
+* :func:`stats` counts chunks, documents and flags, per tenant.
+
+Each returns what the API responds and what the index event log records
+(``reason``, ``cascade_id``, the documents and their chunk counts, a timestamp).
+
+Usage:
+
+```python
+from components.services.document_lifecycle import invalidate, set_flags
+
+invalidate(store, "acme", ["doc-1", "doc-2"], reason="upstream_taint", cascade_id="cascade-123")
+# {'invalidated': 2, 'chunks_removed': 9, 'cascade_id': 'cascade-123', ...}
+set_flags(store, "acme", ["doc-3"], tainted=True)  # 4 (chunks updated)
+```
+"""
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from haystack.document_stores.types import DocumentStore
+
+from components.caching.document_change_detector import count_by_filter
+from components.core.document_identity import (
+    document_id_problem,
+    tenant_document_filter,
+    tenant_filter,
+)
+
+
+class LifecycleError(ValueError):
+    """A lifecycle request is invalid (no tenant, no or malformed document ids, nothing to set)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _check_tenant(tenant_id: Any) -> str:
+    if not isinstance(tenant_id, str) or not tenant_id.strip():
+        raise LifecycleError("tenant_id is required")
+    return tenant_id
+
+
+def _check_document_ids(document_ids: Iterable[str] | str) -> list[str]:
+    if isinstance(document_ids, str):
+        document_ids = [document_ids]
+    ids = list(dict.fromkeys(document_ids or []))
+    if not ids:
+        raise LifecycleError("document_ids must name at least one document")
+    problems = [problem for problem in (document_id_problem(one) for one in ids) if problem]
+    if problems:
+        raise LifecycleError("; ".join(problems))
+    return ids
+
+
+def invalidate(
+    store: DocumentStore,
+    tenant_id: str,
+    document_ids: Iterable[str] | str,
+    reason: str | None = None,
+    cascade_id: str | None = None,
+) -> dict[str, Any]:
+    """
+    Remove every chunk of the given documents of one tenant, in one store update.
+
+    :param store: The document store.
+    :param tenant_id: The tenant owning the documents.
+    :param document_ids: One or many ``document_id`` values.
+    :param reason: Why (e.g. ``upstream_taint``), recorded by the event log.
+    :param cascade_id: The cascade this invalidation belongs to, echoed back.
+    :returns: ``{"invalidated": documents that had chunks, "chunks_removed", "cascade_id", "reason", "tenant_id",
+        "document_ids", "documents": [{"document_id", "chunks_removed"}], "not_found": [...], "at": ISO time}``.
+    :raises LifecycleError: If ``tenant_id`` is missing or a ``document_id`` is malformed.
+    """
+    tenant_id = _check_tenant(tenant_id)
+    ids = _check_document_ids(document_ids)
+    per_document = [
+        {"document_id": one, "chunks_removed": count_by_filter(store, tenant_document_filter(tenant_id, one))}
+        for one in ids
+    ]
+    removed = store.delete_by_filter(tenant_document_filter(tenant_id, ids))
+    return {
+        "invalidated": sum(1 for entry in per_document if entry["chunks_removed"]),
+        "chunks_removed": removed,
+        "cascade_id": cascade_id,
+        "reason": reason,
+        "tenant_id": tenant_id,
+        "document_ids": ids,
+        "documents": per_document,
+        "not_found": [entry["document_id"] for entry in per_document if not entry["chunks_removed"]],
+        "at": _now(),
+    }
+
+
+def set_flags(
+    store: DocumentStore,
+    tenant_id: str,
+    document_ids: Iterable[str] | str,
+    tainted: bool | None = None,
+    verified: bool | None = None,
+) -> int:
+    """
+    Set ``tainted`` and/or ``verified`` on every chunk of the given documents, without re-embedding.
+
+    :returns: The number of chunks updated (0 when no such document exists for the tenant).
+    :raises LifecycleError: If no flag is given, a flag is not a bool, or the ids/tenant are invalid.
+    """
+    tenant_id = _check_tenant(tenant_id)
+    ids = _check_document_ids(document_ids)
+    flags = {name: value for name, value in (("tainted", tainted), ("verified", verified)) if value is not None}
+    if not flags:
+        raise LifecycleError("set_flags needs tainted and/or verified")
+    if not all(isinstance(value, bool) for value in flags.values()):
+        raise LifecycleError("tainted and verified must be true or false")
+    return store.update_by_filter(tenant_document_filter(tenant_id, ids), flags)
+
+
+def delete_tenant(store: DocumentStore, tenant_id: str) -> int:
+    """
+    Remove every chunk of a tenant.
+
+    :returns: The number of chunks removed.
+    :raises LifecycleError: If ``tenant_id`` is missing.
+    """
+    return store.delete_by_filter(tenant_filter(_check_tenant(tenant_id)))
+
+
+def user_documents_filter(user_id: str, tenant_id: str | None = None) -> dict[str, Any]:
+    """The chunks private to ``user_id``: ``user`` and ``project`` scope owned by the user (in ``tenant_id`` if given)."""
+    conditions: list[dict[str, Any]] = [
+        {"field": "meta.user_id", "operator": "==", "value": user_id},
+        {"field": "meta.scope", "operator": "in", "value": ["user", "project"]},
+    ]
+    if tenant_id is not None:
+        conditions.insert(0, tenant_filter(tenant_id))
+    return {"operator": "AND", "conditions": conditions}
+
+
+def delete_user(store: DocumentStore, user_id: str, tenant_id: str | None = None) -> int:
+    """
+    Remove a user's private documents (docs/contract.md "Deletion"): every ``user``- and ``project``-scoped
+    chunk whose ``user_id`` is the user, in one tenant or (``tenant_id=None``) in all. Tenant-wide documents
+    the user happened to write stay: they belong to the tenant.
+
+    :returns: The number of chunks removed.
+    :raises LifecycleError: If ``user_id`` (or a given ``tenant_id``) is blank.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise LifecycleError("user_id is required")
+    if tenant_id is not None:
+        _check_tenant(tenant_id)
+    return store.delete_by_filter(user_documents_filter(user_id, tenant_id))
+
+
+def stats(store: DocumentStore, tenant_id: str | None = None) -> dict[str, Any]:
+    """
+    Count what the index holds, for one tenant or all.
+
+    Reads every matching chunk once, so it is meant for operators (CLI, health pages), not per request.
+
+    :returns: ``{"tenant_id", "chunks", "documents", "tokens", "tainted_chunks", "verified_chunks",
+        "source_types": {type: documents}, "tenants": {tenant: {"chunks", "documents"}}}``.
+    """
+    filters = tenant_filter(_check_tenant(tenant_id)) if tenant_id is not None else None
+    documents_by_tenant: dict[str, set[str]] = {}
+    chunks_by_tenant: Counter = Counter()
+    source_types: dict[str, set[tuple[str, str]]] = {}
+    tokens = tainted = verified = 0
+    for chunk in store.filter_documents(filters):
+        meta = chunk.meta
+        tenant, document = str(meta.get("tenant_id")), str(meta.get("document_id"))
+        chunks_by_tenant[tenant] += 1
+        documents_by_tenant.setdefault(tenant, set()).add(document)
+        source_types.setdefault(str(meta.get("source_type")), set()).add((tenant, document))
+        tokens += meta.get("token_count") or 0
+        tainted += bool(meta.get("tainted"))
+        verified += bool(meta.get("verified"))
+    return {
+        "tenant_id": tenant_id,
+        "chunks": sum(chunks_by_tenant.values()),
+        "documents": sum(len(documents) for documents in documents_by_tenant.values()),
+        "tokens": tokens,
+        "tainted_chunks": tainted,
+        "verified_chunks": verified,
+        "source_types": {kind: len(documents) for kind, documents in sorted(source_types.items())},
+        "tenants": {
+            tenant: {"chunks": chunks_by_tenant[tenant], "documents": len(documents_by_tenant[tenant])}
+            for tenant in sorted(chunks_by_tenant)
+        },
+    }

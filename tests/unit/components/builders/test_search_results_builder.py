@@ -1,0 +1,64 @@
+"""SearchResultsBuilder: the search response (issue 4 §12)."""
+
+import pytest
+from haystack import Document
+
+from components.builders.search_results_builder import SearchResultsBuilder
+from components.core.models import SearchResponse
+from components.core.prompts import format_chunk
+from components.core.text_analysis import count_tokens
+
+
+def _docs() -> list[Document]:
+    return [
+        Document(
+            id=f"doc-{i}:{i}",
+            content=f"chunk {i} " + "words " * 60,
+            score=0.9 - i / 10,
+            meta={
+                "document_id": f"doc-{i}",
+                "chunk_index": i,
+                "document_name": f"Doc {i}",
+                "tags": ["hr"],
+                "retrieved_by": sides,
+            },
+        )
+        for i, sides in enumerate([["vector", "keyword"], ["vector"], ["keyword"]])
+    ]
+
+
+@pytest.mark.unit
+class TestSearchResultsBuilder:
+    def test_init(self):
+        assert SearchResultsBuilder().snippet_chars == 200
+        with pytest.raises(ValueError):
+            SearchResultsBuilder(encoding="nope")
+
+    def test_to_dict(self):
+        assert SearchResultsBuilder().to_dict()["init_parameters"]["encoding"] == "cl100k_base"
+
+    def test_from_dict(self):
+        assert SearchResultsBuilder.from_dict(SearchResultsBuilder(snippet_chars=50).to_dict()).snippet_chars == 50
+
+    def test_run(self):
+        response = SearchResultsBuilder().run(
+            documents=_docs(), search_mode="hybrid", max_tokens=2000, latency_ms=1.23456
+        )["response"]
+        SearchResponse.model_validate(response)
+        first = response["results"][0]
+        assert first["source_id"] == "doc-0:0" and first["document_name"] == "Doc 0" and first["tags"] == ["hr"]
+        assert first["snippet"].endswith("...") and len(first["snippet"]) == 203 and first["score"] == 0.9
+        assert response["metadata"] == {"vector_results": 2, "keyword_results": 2, "latency_ms": 1.235}
+        assert response["context"].startswith("[SourceId: doc-0:0]\n[Document: Doc 0]")
+        assert response["tokens_used"] == count_tokens(response["context"])
+
+    def test_run_context_within_max_tokens(self):
+        documents = _docs()
+        one = count_tokens(format_chunk(documents[0]))
+        response = SearchResultsBuilder().run(documents=documents, search_mode="vector", max_tokens=one + 5)["response"]
+        assert response["tokens_used"] == one and "doc-1:1" not in response["context"]
+        assert len(response["results"]) == 3  # results are not cut, only the context
+        assert (
+            SearchResultsBuilder().run(documents=documents, search_mode="vector", max_tokens=5)["response"]["context"]
+            == ""
+        )

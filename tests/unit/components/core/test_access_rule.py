@@ -1,0 +1,135 @@
+"""The access rule in its two forms: the store filter and the per-document check must agree."""
+
+import itertools
+
+import pytest
+from haystack import Document
+
+from components.core.access_rule import AccessRule
+
+
+def _corpus() -> list[Document]:
+    """Every combination of tenant, scope, owner, tags and flags."""
+    documents = []
+    combos = itertools.product(
+        ["acme", "globex"],
+        ["tenant", "user", "project", "public"],
+        [None, "u1", "u2"],
+        [None, "p1", "p2"],
+        [["hr"], ["eng"], ["hr", "eng"], ["fin"]],
+        [False, True],
+        [False, True],
+    )
+    for number, (tenant, scope, user, project, tags, verified, tainted) in enumerate(combos):
+        meta = {
+            "tenant_id": tenant,
+            "scope": scope,
+            "tags": tags,
+            "verified": verified,
+            "tainted": tainted,
+            "document_id": f"d{number}",
+            "chunk_index": 0,
+        }
+        if user:
+            meta["user_id"] = user
+        if project:
+            meta["project_id"] = project
+        documents.append(Document(id=f"d{number}:0", content=f"canary {number}", meta=meta))
+    return documents
+
+
+REQUESTS = [
+    AccessRule("acme", ("hr",)),
+    AccessRule("acme", ("hr", "eng"), user_id="u1"),
+    AccessRule("acme", ("eng",), project_id="p2"),
+    AccessRule("globex", ("fin", "hr"), user_id="u2", project_id="p1", verified_only=True),
+    AccessRule("acme", ("hr",), user_id="u1", project_id="p1", exclude_tainted=False),
+    AccessRule("acme", ("nobody-has-this",)),
+    # The query scope keeps one branch (docs/contract.md "Access rule").
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="project"),
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="user"),
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="tenant"),
+    AccessRule("globex", ("fin",), user_id="u2", scope="public", verified_only=True),
+    AccessRule("acme", ("hr",), scope="user"),  # no user: the narrowing leaves nothing
+]
+
+
+@pytest.mark.unit
+class TestAccessRule:
+    def test_requires_tenant_and_tags(self):
+        with pytest.raises(ValueError, match="tenant_id"):
+            AccessRule("", ("hr",))
+        with pytest.raises(ValueError, match="user_tags"):
+            AccessRule("acme", ())
+
+    def test_tags_sorted_and_deduplicated(self):
+        assert AccessRule("acme", ("b", "a", "b")).user_tags == ("a", "b")
+
+    def test_options_only_the_booleans_and_scope(self):
+        rule = AccessRule.from_request("acme", ["hr"], options={"verified_only": True})
+        assert rule.verified_only and rule.exclude_tainted
+        with pytest.raises(ValueError, match="Unsupported filter option"):
+            AccessRule.from_request("acme", ["hr"], options={"tenant_id": "globex"})
+        with pytest.raises(ValueError, match="boolean"):
+            AccessRule.from_request("acme", ["hr"], options={"verified_only": "true"})
+
+    def test_filter_shape(self):
+        filters = AccessRule("acme", ("hr",), user_id="u1").to_filters()
+        # The tenant branch OR the public branch, each carrying the flag conditions.
+        assert filters["operator"] == "OR"
+        tenant_branch, public_branch = filters["conditions"]
+        assert tenant_branch["operator"] == "AND"
+        assert tenant_branch["conditions"][0] == {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
+        assert tenant_branch["conditions"][1] == {"field": "meta.tags", "operator": "in", "value": ["hr"]}
+        assert tenant_branch["conditions"][-1] == {"field": "meta.tainted", "operator": "!=", "value": True}
+        assert public_branch == {"operator": "AND", "conditions": [
+            {"field": "meta.scope", "operator": "==", "value": "public"}, {"field": "meta.tainted", "operator": "!=", "value": True},
+        ]}  # fmt: skip
+
+    def test_scope_narrows_and_is_checked(self):
+        only_public = AccessRule("acme", ("hr",), scope="public").to_filters()
+        assert only_public["conditions"][0] == {"field": "meta.scope", "operator": "==", "value": "public"}
+        assert AccessRule.from_request("acme", ["hr"], options={"scope": "tenant"}).scope == "tenant"
+        with pytest.raises(ValueError, match="scope must be one of"):
+            AccessRule("acme", ("hr",), scope="everything")
+
+    @pytest.mark.parametrize("rule", REQUESTS, ids=lambda rule: f"{rule.tenant_id}-{'-'.join(rule.user_tags)}")
+    def test_allows_follows_the_rule(self, rule):
+        for document in _corpus():
+            meta = document.meta
+            own_tenant = (
+                meta["tenant_id"] == rule.tenant_id
+                and bool(set(meta["tags"]) & set(rule.user_tags))
+                and (
+                    meta["scope"] == "tenant"
+                    or (meta["scope"] == "user" and rule.user_id is not None and meta.get("user_id") == rule.user_id)
+                    or (meta["scope"] == "project" and rule.project_id is not None and meta.get("project_id") == rule.project_id
+                        and rule.user_id is not None and meta.get("user_id") == rule.user_id)
+                )
+            )  # fmt: skip
+            expected = (
+                (own_tenant or meta["scope"] == "public")
+                and (rule.scope is None or meta["scope"] == rule.scope)
+                and (not rule.verified_only or meta["verified"])
+                and (not rule.exclude_tainted or not meta["tainted"])
+            )
+            assert rule.allows(document) is expected, (rule, meta)
+
+    def test_missing_scope_fails_closed(self):
+        document = Document(id="x:0", content="c", meta={"tenant_id": "acme", "tags": ["hr"]})
+        assert "scope" in AccessRule("acme", ("hr",)).violation(document)
+
+
+@pytest.mark.integration
+class TestAccessRuleInTheStore:
+    def test_store_filter_and_python_check_agree(self, tmp_path):
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+
+        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=8)
+        corpus = _corpus()
+        store.write_documents(corpus)
+        for rule in REQUESTS:
+            from_store = {doc.id for doc in store.filter_documents(rule.to_filters())}
+            from_python = {doc.id for doc in corpus if rule.allows(doc)}
+            assert from_store == from_python, rule
+        assert not {doc.id for doc in store.filter_documents(REQUESTS[-1].to_filters())}

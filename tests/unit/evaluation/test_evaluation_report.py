@@ -1,0 +1,156 @@
+"""The evaluation report (JSON, Markdown, PNG charts), the stage timer and the CLI's argument handling."""
+
+import json
+
+import pytest
+from haystack import Pipeline, component
+
+from evaluation.__main__ import parse_overrides
+from evaluation.datasets import load_sample_gold
+from evaluation.metrics import compute_metrics
+from evaluation.records import ContextChunk, QuestionRecord
+from evaluation.report import format_value, markdown_table, write_report
+from evaluation.runner import resolve_datasets
+from evaluation.stage_timer import StageTimer
+
+pytestmark = pytest.mark.unit
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def run():
+    """A synthetic run over the gold set: every answerable question answered from its gold document."""
+    dataset = load_sample_gold()
+    records = []
+    for number, question in enumerate(dataset.questions):
+        if question.answerable:
+            chunk = ContextChunk(f"{question.gold_document_ids[0]}:0", question.gold_document_ids[0], "text", 0.6)
+            answer, action, confidence, context = (
+                f"{question.gold_answers[0]} [SourceId: {chunk.source_id}]",
+                "CITE",
+                70 + number % 30,
+                [chunk],
+            )
+        else:
+            answer, action, confidence, context = (
+                "I don't have enough information in the available documents to answer this question.",
+                "ROUTE",
+                10 + number % 40,
+                [],
+            )
+        records.append(
+            QuestionRecord(
+                question_id=question.id,
+                question=question.question,
+                answerable=question.answerable,
+                category=question.category,
+                requester=question.requester.request_fields(),
+                gold_document_ids=list(question.gold_document_ids),
+                gold_answers=list(question.gold_answers),
+                reference_answer=question.reference_answer,
+                forbidden_document_ids=list(question.forbidden_document_ids),
+                answer=answer,
+                action=action,
+                confidence={"overall": confidence, "retrieval_score": 0.5, "coverage_score": 1.0, "llm_score": None},
+                grounded=action == "CITE",
+                context=context,
+                citations=[chunk.source_id for chunk in context],
+                latency_ms=12.0,
+                stage_ms={"retriever": 3.0, "answerer": 1.0},
+                top3_repeat=[chunk.source_id for chunk in context],
+            )
+        )
+    metrics = compute_metrics(records, dataset, judge=(False, "no judge LLM: OLLAMA_BASE_URL is not set"))
+    summary = {
+        "mode": "ci",
+        "routing_threshold": 60,
+        "judge": {"available": False, "reason": "no judge LLM: OLLAMA_BASE_URL is not set"},
+        "datasets": {
+            dataset.name: {
+                "documents": 17,
+                "chunks": 100,
+                "questions": len(records),
+                "answerable": 42,
+                "unanswerable": 18,
+                "granularity": dataset.granularity,
+                "index_seconds": 1.0,
+                "stage_latency_p50_ms": {"retriever": 3.0, "answerer": 1.0},
+                "metrics": {name: value.to_dict() for name, value in metrics.items()},
+            }
+        },
+    }
+    return summary, {dataset.name: records}
+
+
+class TestReport:
+    def test_writes_json_markdown_questions_and_charts(self, run, tmp_path):
+        summary, records = run
+        paths = write_report(summary, records, tmp_path)
+        assert (
+            json.loads(paths["json"].read_text())["datasets"]["sample-gold"]["metrics"]["recall_at_5"]["value"] == 1.0
+        )
+        lines = paths["questions:sample-gold"].read_text().splitlines()
+        assert len(lines) == 60 and json.loads(lines[0])["question_id"] == "acme-leave-days"
+        for kind in ("metrics_png", "confidence_png", "latency_png"):
+            assert paths[kind].read_bytes().startswith(PNG_SIGNATURE) and paths[kind].stat().st_size > 5000
+        assert paths["markdown"].read_text() == markdown_table(summary)
+
+    def test_markdown_marks_thresholds_and_lists_what_did_not_run(self, run):
+        summary, _ = run
+        table = markdown_table(summary, {"defaults": {"recall_at_5": {"min": 0.8}}, "datasets": {}})
+        assert "| recall@5 (gold document in top 5) | 1.000 ✓ (≥ 0.8) |" in table
+        assert "ragas Faithfulness (LLM judge): not run: no judge LLM: OLLAMA_BASE_URL is not set" in table
+        assert "All thresholds in `evaluation/thresholds.yml` hold." in table
+
+    def test_markdown_shows_violations(self, run):
+        summary, _ = run
+        bad = json.loads(json.dumps(summary))
+        bad["datasets"]["sample-gold"]["metrics"]["forbidden_leakage"]["value"] = 3
+        table = markdown_table(bad, {"defaults": {"forbidden_leakage": {"max": 0}}, "datasets": {}})
+        assert "| forbidden-document leakage (questions) | 3 ✗ (≤ 0) |" in table
+        assert "- sample-gold: forbidden_leakage: 3 > max 0" in table
+
+    def test_format_value(self):
+        assert format_value("latency_p50_ms", {"value": 12.345, "status": "ok"}) == "12.3"
+        assert format_value("errors", {"value": 2.0, "status": "ok"}) == "2"
+        assert format_value("auroc", {"value": None, "status": "not_run"}) == "not run"
+        assert format_value("auroc", None) == "—"
+
+
+class TestStageTimer:
+    def test_records_milliseconds_per_component_and_restores_tracer(self):
+        from haystack import tracing
+
+        @component
+        class AddOne:
+            @component.output_types(value=int)
+            def run(self, value: int):
+                return {"value": value + 1}
+
+        pipeline = Pipeline()
+        pipeline.add_component("first", AddOne())
+        pipeline.add_component("second", AddOne())
+        pipeline.connect("first.value", "second.value")
+        previous = tracing.tracer.actual_tracer
+        with StageTimer.installed() as timer:
+            assert pipeline.run({"first": {"value": 1}})["second"]["value"] == 3
+            assert set(timer.stages) == {"first", "second"} and all(value >= 0 for value in timer.stages.values())
+            timer.reset()
+            assert timer.stages == {}
+        assert tracing.tracer.actual_tracer is previous
+
+
+class TestCommandLine:
+    def test_parse_overrides(self):
+        assert parse_overrides(["answerer.min_query_coverage=0.3", "answerer.max_sentences=1"]) == {
+            "answerer": {"min_query_coverage": 0.3, "max_sentences": 1}
+        }
+        with pytest.raises(SystemExit):
+            parse_overrides(["answerer=1"])
+
+    def test_ci_sized_datasets(self):
+        normans, gold = resolve_datasets(["normans", "sample-gold"], max_unanswerable=30)
+        assert (len(normans.answerable), len(normans.unanswerable)) == (96, 30)
+        # forbidden questions are always kept; 30 > the 11 others, so the gold set stays whole
+        assert len(gold.questions) == 60

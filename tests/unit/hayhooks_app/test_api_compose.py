@@ -1,0 +1,140 @@
+"""
+docker-compose.yml, the Dockerfile and the Qdrant-server pipeline profile it mounts.
+
+Images cannot be pulled here, so these tests check the compose file's structure and that the
+YAML the app container runs loads. qdrant-haystack's QdrantDocumentStore connects lazily (on
+first use), so a profile pipeline builds without a server; nothing here opens a connection.
+"""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hayhooks_app import profiles
+
+REPO = Path(__file__).resolve().parents[3]
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+SERVICES = COMPOSE["services"]
+
+
+def _container_env(service: str) -> dict[str, str]:
+    env = SERVICES[service].get("environment", {})
+    return env if isinstance(env, dict) else dict(item.split("=", 1) for item in env)
+
+
+@pytest.mark.unit
+class TestComposeFile:
+    def test_services(self):
+        assert {"qdrant", "ollama", "ollama-pull", "app"} <= set(SERVICES)
+
+    def test_every_long_running_service_has_a_health_check(self):
+        for name in ("qdrant", "ollama", "app"):
+            check = SERVICES[name]["healthcheck"]
+            assert check["test"] and check["interval"] and check["retries"] >= 3, name
+
+    def test_volumes_are_declared_and_used(self):
+        declared = set(COMPOSE["volumes"])
+        used = {
+            volume.split(":", 1)[0]
+            for service in SERVICES.values()
+            for volume in service.get("volumes", [])
+            if not volume.startswith((".", "/"))
+        }
+        assert used <= declared
+        assert any(v.endswith(":/qdrant/storage") for v in SERVICES["qdrant"]["volumes"])
+        assert any(v.endswith(":/root/.ollama") for v in SERVICES["ollama"]["volumes"])
+        assert any(v.endswith(":/data") for v in SERVICES["app"]["volumes"])
+
+    def test_ports(self):
+        assert any(port.endswith("6333:6333") for port in SERVICES["qdrant"]["ports"])
+        assert any(port.endswith("11434:11434") for port in SERVICES["ollama"]["ports"])
+        assert any(port.endswith(":1416") for port in SERVICES["app"]["ports"])
+
+    def test_model_pull_is_one_shot_and_gates_the_app(self):
+        pull = SERVICES["ollama-pull"]
+        assert pull["entrypoint"][:2] == ["ollama", "pull"] and "CHAT_MODEL" in pull["entrypoint"][2]
+        assert pull["restart"] == "no"
+        assert pull["depends_on"]["ollama"]["condition"] == "service_healthy"
+        assert SERVICES["app"]["depends_on"]["ollama-pull"]["condition"] == "service_completed_successfully"
+        assert SERVICES["app"]["depends_on"]["qdrant"]["condition"] == "service_healthy"
+
+    def test_app_is_built_here_and_points_at_the_servers(self):
+        app = SERVICES["app"]
+        assert app["build"] == "."
+        assert (REPO / "Dockerfile").is_file()
+        env = _container_env("app")
+        assert env["QDRANT_URL"] == "http://qdrant:6333"
+        assert env["OLLAMA_BASE_URL"] == "http://ollama:11434"
+        assert env["SOURCEBOUND_RAG_PIPELINE"] == "query_ollama"
+        assert env["HAYHOOKS_HOST"] == "0.0.0.0"
+        assert "api_key" in env["SOURCEBOUND_AUTH_MODE"]
+
+    def test_app_mounts_the_server_profile(self):
+        env = _container_env("app")
+        (mount,) = [v for v in SERVICES["app"]["volumes"] if v.startswith("./pipelines/profiles/server")]
+        source, target, mode = mount.split(":")
+        assert (REPO / source).is_dir() and target == env["SOURCEBOUND_PIPELINES_DIR"] and mode == "ro"
+
+    def test_dockerfile_serves_the_app(self):
+        text = (REPO / "Dockerfile").read_text(encoding="utf-8")
+        assert "python:3.11" in text and "download.pytorch.org/whl/cpu" in text
+        assert 'CMD ["python", "-m", "hayhooks_app", "serve"]' in text
+        assert "HEALTHCHECK" in text and "/health" in text
+
+
+@pytest.mark.unit
+class TestServerProfile:
+    def test_generated_files_are_up_to_date(self):
+        assert profiles.stale_profiles() == [], "run `python -m hayhooks_app.profiles` to regenerate"
+
+    def test_no_edge_store_left(self):
+        for name in profiles.sources():
+            text = (profiles.SERVER_PROFILE_DIR / f"{name}.yml").read_text(encoding="utf-8")
+            assert "QdrantEdgeDocumentStore" not in text and profiles.SERVER_STORE in text, name
+
+    def test_hybrid_retriever_gets_a_bm25_query_vector(self):
+        data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "query.yml").read_text()))
+        assert data["components"]["retriever"]["type"].endswith("QdrantHybridRetriever")
+        assert data["components"]["retriever_bm25"]["type"] == profiles.BM25_TEXT
+        receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
+        assert receivers["retriever.query_sparse_embedding"] == "retriever_bm25.sparse_embedding"
+        assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "classifier.retrieval_query"
+
+    def test_writer_gets_bm25_document_vectors(self):
+        data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "indexing.yml").read_text()))
+        receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
+        assert receivers["writer.documents"] == "writer_bm25.documents"
+        assert data["components"]["writer_bm25"]["type"] == profiles.BM25_DOCUMENTS
+
+
+@pytest.mark.integration
+class TestServerProfileLoads:
+    @pytest.mark.parametrize("name", ["indexing", "search", "query", "query_ollama"])
+    def test_profile_pipeline_builds_without_a_server(self, name, tmp_path, no_network):
+        from components.services.pipeline_loader import load_pipeline
+
+        env = {
+            "QDRANT_URL": "http://qdrant:6333",
+            "SOURCEBOUND_DATA_DIR": str(tmp_path),
+            "OLLAMA_BASE_URL": "http://ollama:11434",
+        }
+        pipeline = load_pipeline(profiles.SERVER_PROFILE_DIR / f"{name}.yml", env=env)
+        stores = {
+            type(getattr(c, attribute)).__name__
+            for _, c in pipeline.walk()
+            for attribute in ("document_store", "_document_store")
+            if hasattr(c, attribute)
+        }
+        assert stores == {"QdrantDocumentStore"}
+
+    def test_services_accept_the_profile(self, tmp_path, no_network):
+        """The app's services build on the server profile (declared inputs and component roles all resolve)."""
+        from components.services.indexing_service import IndexingService
+        from components.services.pipeline_loader import load_pipeline
+        from components.services.query_service import QueryService
+
+        env = {"QDRANT_URL": "http://qdrant:6333", "SOURCEBOUND_DATA_DIR": str(tmp_path)}
+        folder = profiles.SERVER_PROFILE_DIR
+        QueryService(load_pipeline(folder / "query_ollama.yml", env=env), load_pipeline(folder / "search.yml", env=env))
+        IndexingService(load_pipeline(folder / "indexing.yml", env=env))
