@@ -543,6 +543,7 @@ def _document_plan(number: int, rows: dict[str, np.ndarray]) -> dict[str, Any]:
         scope, user_id = "user", f"u-{tenant}-{int(rng.integers(USERS_PER_TENANT)):02d}"
     elif scope_roll < 0.15:
         scope, project_id = "project", f"p-{tenant}-{int(rng.integers(PROJECTS_PER_TENANT))}"
+        user_id = f"u-{tenant}-{int(rng.integers(USERS_PER_TENANT)):02d}"  # project documents have an owner
     chunk_count = int(rng.integers(4, 13))
     per_chunk = (4, 7) if topic == HISTORY else (7, 10)
     topic_rows = rows[topic]

@@ -92,7 +92,11 @@ class Requester:
         if scope == "user":
             return self.user_id is not None and meta.get("user_id") == self.user_id
         if scope == "project":
-            return self.project_id is not None and meta.get("project_id") == self.project_id
+            # Private to the owner within the project (docs/contract.md "Access rule").
+            return (
+                self.project_id is not None and meta.get("project_id") == self.project_id
+                and self.user_id is not None and meta.get("user_id") == self.user_id
+            )  # fmt: skip
         return False
 
     def request_fields(self) -> dict[str, Any]:
@@ -197,8 +201,8 @@ def validate(dataset: EvalDataset) -> None:
             raise DatasetError(f"{where}: scope must be one of {SCOPES}, got {document.scope!r}.")
         if document.scope == "user" and not document.user_id:
             raise DatasetError(f"{where}: scope 'user' needs user_id.")
-        if document.scope == "project" and not document.project_id:
-            raise DatasetError(f"{where}: scope 'project' needs project_id.")
+        if document.scope == "project" and not (document.project_id and document.user_id):
+            raise DatasetError(f"{where}: scope 'project' needs project_id and user_id (the owner).")
         if (document.path is None) == (document.content is None):
             raise DatasetError(f"{where}: give exactly one of `path` and `content`.")
         if document.path is not None:

@@ -172,7 +172,7 @@ def _routes(container: ServiceContainer) -> APIRouter:
         ],
         tenant_id: Annotated[str, Form(description="Owning tenant.")],
         tags: Annotated[list[str], Form(description="Access tags; repeat the field or separate with commas.")],
-        scope: Annotated[str, Form(description="tenant, user or project.")] = "tenant",
+        scope: Annotated[str, Form(description="tenant, user, project or public.")] = "tenant",
         user_id: Annotated[str | None, Form(description="Owner for scope=user.")] = None,
         project_id: Annotated[str | None, Form(description="Project for scope=project.")] = None,
         document_id: Annotated[str | None, Form(description="Document id (only with a single file).")] = None,
@@ -201,6 +201,8 @@ def _routes(container: ServiceContainer) -> APIRouter:
             request.headers,
             tenant_ids={form.tenant_id},
             tags=set(form.tags),
+            user_ids={form.user_id} if form.user_id else None,
+            public=form.scope == "public",
         )
         result = await _index_uploads(container, files, form, key_id)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}

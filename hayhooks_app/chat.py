@@ -23,7 +23,9 @@ alongside it in a top-level ``sourcebound`` object:
 
 The answer is produced in full (cited, scored and routed) before the first byte is sent, so a
 failure is always a proper HTTP error rather than a broken stream, and a stream never shows
-text that the confidence check later routes away. The text is then streamed in small pieces.
+text that the confidence check later routes away: on ROUTE the streamed text is the decline
+(docs/contract.md "Routed answers"), never the LLM's draft. The text is then streamed in small
+pieces; the first token therefore comes after the whole answer is generated and routed.
 """
 
 import re
@@ -55,6 +57,8 @@ def to_rag_request(request: ChatCompletionRequest) -> dict[str, Any]:
         rag["model"] = request.llm_model
     if request.max_context_chunks is not None:
         rag["max_context_chunks"] = request.max_context_chunks
+    if request.scope is not None:
+        rag["scope"] = request.scope
     return rag
 
 

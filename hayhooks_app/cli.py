@@ -5,7 +5,8 @@ The ``sourcebound`` command line: index files and manage the document lifecycle.
 sourcebound index docs/ handbook.pdf --tenant acme --tags hr,handbook [--scope user --user-id alice]
 sourcebound invalidate --tenant acme doc-1a2b3c doc-4d5e6f --reason upstream_taint --cascade-id cascade-123
 sourcebound taint --tenant acme doc-1a2b3c          # --undo clears the flag; `verify` works alike
-sourcebound delete --tenant acme                     # everything of the tenant
+sourcebound delete --tenant acme                     # everything of the tenant (records, tag owners, keys too)
+sourcebound delete --user u-alice [--tenant acme]    # a user's private documents, log rows and user keys
 sourcebound stats [--tenant acme] [--json]
 ```
 
@@ -270,21 +271,46 @@ def register_verify(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _delete(args: argparse.Namespace) -> int:
     def action() -> int:
-        from components.services.document_lifecycle import delete_tenant
+        from components.core.tag_directory import TagDirectory
+        from hayhooks_app.config import Settings
+        from hayhooks_app.erasure import erase_tenant, erase_user
+        from hayhooks_app.records import RecordStore
 
-        removed = delete_tenant(open_store(args.pipeline), args.tenant)
-        _print(
-            args, {"tenant_id": args.tenant, "chunks_removed": removed}, f"removed {removed} chunk(s) of {args.tenant}"
-        )
+        settings = Settings.from_env()
+        store = open_store(args.pipeline)
+        records = RecordStore(settings.records_path)
+        try:
+            if args.user is not None:
+                removed = erase_user(store, args.user, args.tenant, records=records, keys_file=settings.api_keys_file)
+                result, who = {"user_id": args.user, "tenant_id": args.tenant, "removed": removed}, f"user {args.user}"
+            else:
+                directory = TagDirectory(settings.data_dir / "tags.sqlite")
+                removed = erase_tenant(
+                    store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file
+                )
+                result, who = (
+                    {"tenant_id": args.tenant, "chunks_removed": removed["chunks"], "removed": removed},
+                    args.tenant,
+                )
+        finally:
+            records.close()
+        summary = ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in removed.items())
+        _print(args, result, f"removed {removed['chunks']} chunk(s) of {who} ({summary})")
         return EXIT_OK
 
+    if args.tenant is None and args.user is None:
+        _error("delete needs --tenant T (everything of a tenant) or --user U [--tenant T] (a user's private data)")
+        return EXIT_INVALID
     return _run_guarded(args, action)
 
 
 def register_delete(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``delete --tenant T``: remove everything of a tenant."""
-    parser = subparsers.add_parser("delete", parents=[_common_options()], help="delete everything of a tenant")
-    parser.add_argument("--tenant", required=True, help="tenant_id to delete")
+    """Add ``delete --tenant T`` (everything of a tenant) and ``delete --user U [--tenant T]`` (a user's private data)."""
+    parser = subparsers.add_parser(
+        "delete", parents=[_common_options()], help="delete everything of a tenant, or a user's private data"
+    )
+    parser.add_argument("--tenant", help="tenant_id to delete (with --user: only in this tenant)")
+    parser.add_argument("--user", help="user_id whose private documents, query-log rows and user keys to delete")
     parser.set_defaults(func=_delete)
     return parser
 

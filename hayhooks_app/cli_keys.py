@@ -8,6 +8,8 @@ Usage (either entry point):
 ```bash
 python -m hayhooks_app keys add --tenant acme --user alice --tags hr,engineering
 python -m hayhooks_app keys add --tenant acme --tags hr --permissions read,write --label indexer
+python -m hayhooks_app keys add --tenant acme --tags hr --act-as-users --label orchestrator       # any user
+python -m hayhooks_app keys add --tenant acme --tags hr --act-as-users 'u-acme-*,svc-bot' --label bot
 python -m hayhooks_app keys list
 python -m hayhooks_app keys revoke key-1a2b3c4d5e6f
 ```
@@ -62,6 +64,7 @@ def register_key(
     permissions: list[str] | None = None,
     label: str = "",
     key: str | None = None,
+    act_as_users: list[str] | None = None,
 ) -> tuple[str, ApiKeyRecord]:
     """
     Create an API key and store its hash.
@@ -74,6 +77,8 @@ def register_key(
     :param permissions: Any of ``read``, ``write``, ``admin`` (default ``read``).
     :param label: A free-text note.
     :param key: Use this key instead of a random one (tests, migrations).
+    :param act_as_users: Makes a service key: the user ids or glob patterns (``u-acme-*``; ``*`` for
+        any user) it may pass as ``user_id``. Without it a key without ``user_id`` acts for nobody.
     :returns: The key (shown once) and its stored record.
     """
     if not tenant_id:
@@ -90,6 +95,7 @@ def register_key(
             "projects": projects,
             "permissions": permissions or ["read"],
             "label": label,
+            "act_as_users": list(dict.fromkeys(act_as_users)) if act_as_users is not None else None,
         }
     )
     data = _read(Path(keys_file))
@@ -116,6 +122,28 @@ def revoke_key(keys_file: Path, key_id: str) -> bool:
     return True
 
 
+def revoke_where(keys_file: Path, tenant_id: str, user_id: str | None = None) -> int:
+    """
+    Remove every key of a tenant (or, with ``user_id``, the tenant's user keys bound to that user).
+
+    :returns: How many keys were removed (the file is rewritten only when some were).
+    """
+    keys_file = Path(keys_file)
+    if not keys_file.exists():
+        return 0
+    data = _read(keys_file)
+
+    def doomed(entry: dict) -> bool:
+        return entry.get("tenant_id") == tenant_id and (user_id is None or entry.get("user_id") == user_id)
+
+    kept = [entry for entry in data["keys"] if not doomed(entry)]
+    removed = len(data["keys"]) - len(kept)
+    if removed:
+        data["keys"] = kept
+        _write(keys_file, data)
+    return removed
+
+
 def _split(value: str | None) -> list[str] | None:
     if value is None:
         return None
@@ -138,6 +166,7 @@ def _run(args: argparse.Namespace) -> int:
                 projects=_split(args.projects),
                 permissions=_split(args.permissions),
                 label=args.label or "",
+                act_as_users=_split(args.act_as_users),
             )
             print(f"Created {record.key_id} for tenant {record.tenant_id} in {keys_file}.")
             print("Store this key now; only its hash is kept:")
@@ -146,6 +175,7 @@ def _run(args: argparse.Namespace) -> int:
             for record in list_keys(keys_file):
                 print(
                     f"{record.key_id}\ttenant={record.tenant_id}\tuser={record.user_id or '-'}\t"
+                    f"act_as_users={','.join(record.act_as_users) if record.act_as_users is not None else '-'}\t"
                     f"tags={','.join(record.tags)}\tpermissions={','.join(record.permissions)}\t{record.label}"
                 )
         elif args.keys_command == "revoke":
@@ -173,7 +203,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add = commands.add_parser("add", help="create a key and print it once")
     add.add_argument("--tenant", required=True, help="tenant_id the key acts for")
     add.add_argument("--tags", required=True, help="comma-separated tags the key may use")
-    add.add_argument("--user", help="user_id the key acts as")
+    add.add_argument("--user", help="user_id the key acts as (a user key)")
+    add.add_argument(
+        "--act-as-users",
+        nargs="?",
+        const="*",
+        help="make a service key that may pass user_id on behalf of users: comma-separated user ids or glob "
+        "patterns (e.g. 'u-acme-*'); alone: any user of the tenant. Without --user or this, the key sees only "
+        "tenant-wide documents",
+    )
     add.add_argument("--projects", help="comma-separated project_ids the key may use (default: any)")
     add.add_argument(
         "--permissions", default="read", help=f"comma-separated, any of {', '.join(PERMISSIONS)} (default: read)"

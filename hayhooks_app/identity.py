@@ -7,9 +7,14 @@ Who is asking: the two identity modes of the HTTP API.
   (``SOURCEBOUND_API_KEYS_FILE``), which stores only ``sha256(key)`` and maps it to a
   ``tenant_id``, a ``user_id``, the allowed ``tags``, optional allowed ``projects`` and
   ``permissions`` (``read``; ``write`` for index/invalidate/flags; ``admin`` for deleting the tenant).
+  Delegation is an explicit grant (docs/contract.md "Delegation"): a key is a *user key* (bound to
+  one ``user_id``), a *service key* (``act_as_users``: user ids or glob patterns it may act for,
+  ``["*"]`` for any user of the tenant), or neither (sees only tenant-wide documents).
 
   - missing or unknown key -> 401;
-  - body ``tenant_id`` (or ``user_id``) different from the key's -> 403;
+  - body ``tenant_id`` different from the key's -> 403;
+  - body ``user_id``: a user key only its own; a service key any user its grant matches; a key
+    with neither never -> 403;
   - body ``user_tags`` are intersected with the key's tags; an empty intersection -> 403;
   - no body ``user_tags`` -> all the key's tags;
   - a write without the permission -> 403.
@@ -27,6 +32,7 @@ identity = resolve_identity("api_key", keys, {"authorization": "Bearer sb_..."},
 ```
 """
 
+import fnmatch
 import hashlib
 import json
 import logging
@@ -40,7 +46,8 @@ from hayhooks_app.errors import forbidden, unauthorized, validation_error
 
 logger = logging.getLogger(__name__)
 
-PERMISSIONS = ("read", "write", "admin")
+# "public": may write scope-"public" documents, which every tenant sees (an operator's grant, not a tenant admin's).
+PERMISSIONS = ("read", "write", "admin", "public")
 
 
 def hash_key(key: str) -> str:
@@ -64,10 +71,26 @@ class ApiKeyRecord:
     projects: tuple[str, ...] | None
     permissions: tuple[str, ...]
     label: str = ""
+    # Service keys only: user ids / glob patterns this key may act for; None = no grant.
+    act_as_users: tuple[str, ...] | None = None
 
     @property
     def key_id(self) -> str:
         return key_id_for(self.key_hash)
+
+    @property
+    def kind(self) -> str:
+        """``user`` (bound to one user), ``service`` (acts for granted users) or ``tenant`` (no user at all)."""
+        if self.user_id is not None:
+            return "user"
+        return "service" if self.act_as_users is not None else "tenant"
+
+    def may_act_as(self, user_id: str) -> bool:
+        """Whether a request made with this key may be made on behalf of ``user_id``."""
+        if self.user_id is not None:
+            return user_id == self.user_id
+        # fnmatchcase: the grant's case is the user id's case on every platform.
+        return any(fnmatch.fnmatchcase(user_id, pattern) for pattern in self.act_as_users or ())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ApiKeyRecord":
@@ -76,6 +99,14 @@ class ApiKeyRecord:
         if unknown:
             raise ValueError(f"unknown permissions {sorted(unknown)}; use {', '.join(PERMISSIONS)}")
         projects = data.get("projects")
+        act_as_users = data.get("act_as_users")
+        if act_as_users is not None:
+            if isinstance(act_as_users, str) or not all(isinstance(p, str) and p.strip() for p in act_as_users):
+                raise ValueError("act_as_users must be a list of user ids or glob patterns")
+            if not act_as_users:
+                raise ValueError("act_as_users must name at least one user id or pattern ('*' for any user)")
+            if data.get("user_id") is not None:
+                raise ValueError("a key is either a user key (user_id) or a service key (act_as_users), not both")
         return cls(
             key_hash=str(data["sha256"]),
             tenant_id=str(data["tenant_id"]),
@@ -84,6 +115,7 @@ class ApiKeyRecord:
             projects=tuple(projects) if projects is not None else None,
             permissions=permissions,
             label=str(data.get("label", "")),
+            act_as_users=tuple(act_as_users) if act_as_users is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +127,7 @@ class ApiKeyRecord:
             "projects": list(self.projects) if self.projects is not None else None,
             "permissions": list(self.permissions),
             "label": self.label,
+            "act_as_users": list(self.act_as_users) if self.act_as_users is not None else None,
         }
 
 
@@ -102,7 +135,8 @@ class ApiKeyStore:
     """
     The hashed API keys of ``api_key`` mode, read from a JSON file and re-read when it changes.
 
-    File shape: ``{"keys": [{"sha256", "tenant_id", "user_id", "tags", "projects", "permissions", "label"}]}``.
+    File shape: ``{"keys": [{"sha256", "tenant_id", "user_id", "tags", "projects", "permissions", "label",
+    "act_as_users"}]}``; an entry without ``act_as_users`` (files written before delegation grants) has no grant.
 
     :param path: The keys file; a missing file means "no keys" (every request gets 401).
     """
@@ -155,6 +189,7 @@ class Identity:
     :param user_id: Requester's user id (for ``user``-scoped documents).
     :param project_id: Requester's project (for ``project``-scoped documents).
     :param key_id: Id of the API key used, ``None`` in trusted mode.
+    :param delegated: A service key acts for ``user_id`` (recorded beside the key id).
     """
 
     tenant_id: str
@@ -162,6 +197,7 @@ class Identity:
     user_id: str | None = None
     project_id: str | None = None
     key_id: str | None = None
+    delegated: bool = False
 
     @property
     def scope(self) -> str:
@@ -232,8 +268,8 @@ def resolve_identity(
     record = authenticate(keys, headers)
     if tenant_id is not None and tenant_id != record.tenant_id:
         raise forbidden(f"tenant_id '{tenant_id}' does not match the API key's tenant.")
-    if user_id is not None and record.user_id is not None and user_id != record.user_id:
-        raise forbidden(f"user_id '{user_id}' does not match the API key's user.")
+    if user_id is not None and not record.may_act_as(user_id):
+        raise forbidden(_delegation_refusal(record, user_id))
     if project_id is not None and record.projects is not None and project_id not in record.projects:
         raise forbidden(f"project_id '{project_id}' is not among the API key's projects.")
     if user_tags is None:
@@ -243,7 +279,27 @@ def resolve_identity(
         tags = tuple(tag for tag in dict.fromkeys(user_tags) if tag in allowed)
     if require_tags and not tags:
         raise forbidden("None of the requested user_tags are allowed for this API key.")
-    return Identity(record.tenant_id, tags, record.user_id or user_id, project_id, record.key_id)
+    acting_user = record.user_id if record.user_id is not None else user_id
+    return Identity(
+        record.tenant_id,
+        tags,
+        acting_user,
+        project_id,
+        record.key_id,
+        delegated=record.kind == "service" and acting_user is not None,
+    )
+
+
+def _delegation_refusal(record: ApiKeyRecord, user_id: str) -> str:
+    """The 403 message for a ``user_id`` the key may not act for (docs/contract.md "Delegation")."""
+    if record.kind == "user":
+        return f"user_id '{user_id}' does not match the API key's user; a user key acts only as its own user."
+    if record.kind == "service":
+        return f"user_id '{user_id}' is outside this service key's act_as_users grant."
+    return (
+        f"This API key is not bound to a user and has no act_as_users grant, so it cannot act as user_id '{user_id}'; "
+        "issue a user key (keys add --user) or a service key (keys add --act-as-users)."
+    )
 
 
 def authorize_write(
@@ -254,13 +310,17 @@ def authorize_write(
     tenant_ids: set[str],
     tags: set[str] | None = None,
     permission: str = "write",
+    user_ids: set[str] | None = None,
+    public: bool = False,
 ) -> str | None:
     """
     Check that the requester may change the given tenants' documents.
 
     In trusted mode everything is allowed (the gateway decides). In ``api_key`` mode the key needs
-    ``permission`` (``admin`` implies ``write``), its tenant must be the only tenant touched, and any
-    tags written must be among its tags.
+    ``permission`` (``admin`` implies ``write``), its tenant must be the only tenant touched, any
+    tags written must be among its tags, and any owning ``user_id`` written (user/project-scoped
+    documents) must be one the key may act as: nobody writes into another user's private space
+    without a grant.
 
     :returns: The key id (``None`` in trusted mode), for the records.
     :raises ApiError: 401 or 403 naming the problem.
@@ -279,4 +339,9 @@ def authorize_write(
     outside = sorted((tags or set()) - set(record.tags))
     if outside:
         raise forbidden(f"tags {outside} are not among the API key's tags.")
+    for user_id in sorted(user_ids or ()):
+        if not record.may_act_as(user_id):
+            raise forbidden(_delegation_refusal(record, user_id))
+    if public and "public" not in record.permissions:
+        raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
     return record.key_id

@@ -12,6 +12,10 @@ latency, result count, tokens used, action, confidence and the outcome (``ok`` o
 ``reason`` and ``cascade_id``), ``delete_tenant`` and ``flags`` (taint/verify), with the
 document ids and the number of chunks affected.
 
+Deleting a tenant (:meth:`RecordStore.erase_tenant`) removes its rows from both tables and leaves one
+``delete_tenant`` tombstone with counts only; deleting a user (:meth:`RecordStore.erase_user`) removes
+the user's query-log rows (docs/contract.md "Deletion").
+
 Rows older than ``SOURCEBOUND_RECORDS_RETENTION_DAYS`` (default 30; 0 keeps everything) are
 pruned at start-up and every ``SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS``.
 
@@ -102,6 +106,8 @@ class RecordStore:
         self._connection = sqlite3.connect(str(self.path), check_same_thread=False, timeout=10)
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=NORMAL")
+        # Deleted rows are overwritten, not left in free pages: an erased query text is gone from the file.
+        self._connection.execute("PRAGMA secure_delete=ON")
         self._connection.executescript(SCHEMA)
         self._connection.commit()
         self._hash_key = self._load_hash_key()
@@ -213,6 +219,68 @@ class RecordStore:
                 removed[table] = cursor.rowcount
             self._connection.commit()
         return removed
+
+    def erase_tenant(
+        self, tenant_id: str, *, key_id: str | None = None, counts: dict[str, int] | None = None
+    ) -> dict[str, int]:
+        """
+        Remove every query-log row and index event of a tenant, then write one ``delete_tenant`` tombstone:
+        the tenant id, the key id, the removed chunk count and ``details`` with the counts; no document ids,
+        query text or reason. One transaction.
+
+        :param counts: What else was removed (chunks, tag owners, keys), stored in the tombstone.
+        :returns: ``{"query_log_rows": n, "index_events": n}`` removed.
+        """
+        with self._lock, self._connection:
+            removed = {
+                "query_log_rows": self._connection.execute(
+                    "DELETE FROM query_log WHERE tenant_id = ?", (tenant_id,)
+                ).rowcount,
+                "index_events": self._connection.execute(
+                    "DELETE FROM index_events WHERE tenant_id = ?", (tenant_id,)
+                ).rowcount,
+            }
+            details = {**(counts or {}), **removed}
+            self._connection.execute(
+                "INSERT INTO index_events (created_at, event, tenant_id, key_id, chunks, details) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    time.time(),
+                    "delete_tenant",
+                    tenant_id,
+                    key_id,
+                    details.get("chunks"),
+                    json.dumps(details, sort_keys=True),
+                ),
+            )
+        self._truncate_wal()
+        return removed
+
+    def erase_user(
+        self, user_id: str, tenant_id: str | None = None, *, counts: dict[str, int] | None = None
+    ) -> dict[str, int]:
+        """
+        Remove a user's query-log rows (in one tenant, or all) and write a ``delete_user`` tombstone holding
+        only counts (not the user id).
+
+        :returns: ``{"query_log_rows": n}`` removed.
+        """
+        sql, params = "DELETE FROM query_log WHERE user_id = ?", (user_id,)
+        if tenant_id is not None:
+            sql, params = sql + " AND tenant_id = ?", (user_id, tenant_id)
+        with self._lock, self._connection:
+            removed = {"query_log_rows": self._connection.execute(sql, params).rowcount}
+            details = {**(counts or {}), **removed}
+            self._connection.execute(
+                "INSERT INTO index_events (created_at, event, tenant_id, chunks, details) VALUES (?, ?, ?, ?, ?)",
+                (time.time(), "delete_user", tenant_id, details.get("chunks"), json.dumps(details, sort_keys=True)),
+            )
+        self._truncate_wal()
+        return removed
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the database and empty it: its older frames still hold the erased rows' pages."""
+        with self._lock:
+            self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def queries(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The newest query-log rows, newest first."""

@@ -144,10 +144,12 @@ class IndexDocumentIn(StrictModel):
     source_uri: Annotated[str, StringConstraints(max_length=2048), AfterValidator(_no_control_characters)] | None = (
         Field(None, description="Where the text came from.")
     )
-    scope: Literal["tenant", "user", "project"] = Field(
-        "tenant", description="tenant, user (needs user_id) or project (needs project_id)."
+    scope: Literal["tenant", "user", "project", "public"] = Field(
+        "tenant",
+        description="tenant, user (needs user_id), project (needs project_id and the owner's user_id) or public "
+        "(every tenant sees it; needs the 'public' permission in api_key mode and a document_id starting 'public-').",
     )
-    user_id: Identifier | None = Field(None, description="Owner for scope=user.")
+    user_id: Identifier | None = Field(None, description="Owner for scope=user and scope=project.")
     project_id: Identifier | None = Field(None, description="Project for scope=project.")
     meta: Annotated[dict[Annotated[str, StringConstraints(max_length=64)], MetaValue], Field(max_length=64)] | None = (
         Field(
@@ -162,8 +164,8 @@ class IndexDocumentIn(StrictModel):
     def _check_scope_and_meta(self) -> "IndexDocumentIn":
         if self.scope == "user" and not self.user_id:
             raise ValueError("scope 'user' needs user_id")
-        if self.scope == "project" and not self.project_id:
-            raise ValueError("scope 'project' needs project_id")
+        if self.scope == "project" and not (self.project_id and self.user_id):
+            raise ValueError("scope 'project' needs project_id and user_id (the owner)")
         reserved = sorted(RESERVED_META_KEYS & set(self.meta or {}))
         if reserved:
             raise ValueError(f"meta may not set {', '.join(reserved)}; use the top-level fields")
@@ -183,7 +185,7 @@ class UploadForm(StrictModel):
 
     tenant_id: Identifier
     tags: UserTags
-    scope: Literal["tenant", "user", "project"] = "tenant"
+    scope: Literal["tenant", "user", "project", "public"] = "tenant"
     user_id: Identifier | None = None
     project_id: Identifier | None = None
     document_id: DocumentId | None = None
@@ -194,8 +196,8 @@ class UploadForm(StrictModel):
     def _check(self) -> "UploadForm":
         if self.scope == "user" and not self.user_id:
             raise ValueError("scope 'user' needs user_id")
-        if self.scope == "project" and not self.project_id:
-            raise ValueError("scope 'project' needs project_id")
+        if self.scope == "project" and not (self.project_id and self.user_id):
+            raise ValueError("scope 'project' needs project_id and user_id (the owner)")
         if self.files > 1 and (self.document_id or self.document_name):
             raise ValueError("document_id and document_name need exactly one file")
         return self
@@ -250,6 +252,10 @@ class DeleteTenantRequest(StrictModel):
 class DeleteTenantResult(ResultModel):
     tenant_id: str
     chunks_removed: int
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys.",
+    )
 
 
 class FlagsRequest(StrictModel):
@@ -313,6 +319,7 @@ class ChatCompletionRequest(StrictModel):
     user_tags: UserTags | None = None
     user_id: Identifier | None = None
     project_id: Identifier | None = None
+    scope: Literal["project", "user", "tenant", "public"] | None = None
     llm_model: ModelName | None = None
     max_context_chunks: int | None = Field(None, ge=1, le=MAX_CONTEXT_CHUNKS)
     # Accepted, ignored (see the class docstring).
@@ -341,7 +348,8 @@ FIELD_DESCRIPTIONS = {
     "message": "The user's message to find context for (not blank, at most 4000 characters); returned unchanged.",
     "top_k": "Context chunks to return, 1..20 (default RAG_TOTAL_CONTEXT_CHUNKS).",
     "user_id": "Requester's user id (sees user-scoped documents; must match the key in api_key mode).",
-    "project_id": "Requester's project (sees project-scoped documents).",
+    "project_id": "Requester's project (sees its own project-scoped documents in that project).",
+    "scope": "Narrow to project, user, tenant or public documents (omitted: everything visible); never widens.",
     "filters": "Only verified_only / exclude_tainted (default false / true); the access filter is built server-side.",
     "k": "Number of results, 1..100 (default RAG_TOTAL_CONTEXT_CHUNKS).",
     "search_mode": "vector, keyword or hybrid (RRF fusion; default).",

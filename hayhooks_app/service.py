@@ -412,13 +412,20 @@ class ServiceContainer:
         return result
 
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
-        """Remove every chunk of a tenant."""
-        outcome = self._locked_lifecycle(document_lifecycle.delete_tenant, tenant_id)
-        removed = _count(outcome, "chunks_removed", "deleted", "removed")
+        """
+        Remove everything of a tenant (docs/contract.md "Deletion"): chunks, query-log rows, index events (one
+        tombstone stays), tag owners and API keys; the result says how many of each.
+        """
+        from hayhooks_app.erasure import erase_tenant
+
+        with self.write_lock:
+            removed = erase_tenant(
+                self.store, tenant_id, records=self.records, directory=self.tag_directory(),
+                keys_file=self.settings.api_keys_file, key_id=key_id,
+            )  # fmt: skip
         metrics.tenant_deletions.inc()
-        metrics.tenant_chunks_removed.inc(removed)
-        self.records.log_event("delete_tenant", tenant_id=tenant_id, key_id=key_id, chunks=removed)
-        return {"tenant_id": tenant_id, "chunks_removed": removed}
+        metrics.tenant_chunks_removed.inc(removed["chunks"])
+        return {"tenant_id": tenant_id, "chunks_removed": removed["chunks"], "removed": removed}
 
     def set_flags(
         self,

@@ -66,7 +66,13 @@ class ServiceWrapper(BasePipelineWrapper):
         )
 
     def authorize_write(
-        self, headers: Headers | None, tenant_ids: set[str], tags: set[str] | None = None, permission: str = "write"
+        self,
+        headers: Headers | None,
+        tenant_ids: set[str],
+        tags: set[str] | None = None,
+        permission: str = "write",
+        user_ids: set[str] | None = None,
+        public: bool = False,
     ) -> str | None:
         """Check a change to the index (see ``identity.authorize_write``); returns the key id for the records."""
         return authorize_write(
@@ -76,6 +82,8 @@ class ServiceWrapper(BasePipelineWrapper):
             tenant_ids=tenant_ids,
             tags=tags,
             permission=permission,
+            user_ids=user_ids,
+            public=public,
         )
 
 

@@ -2,11 +2,11 @@
 ``AccessFilterBuilder``: the server-side access filter of every retrieval (issue 4 §1).
 
 It turns the request's identity (``tenant_id``, ``user_tags``, ``user_id``,
-``project_id``) and its two narrowing options (``verified_only``,
-``exclude_tainted``) into the one Haystack filter dict that retrievers receive.
-The rule itself lives in :mod:`components.core.access_rule`.
+``project_id``) and its narrowing options (``verified_only``, ``exclude_tainted``
+and the query ``scope``) into the one Haystack filter dict that retrievers receive.
+The rule itself lives in :mod:`components.core.access_rule` (docs/contract.md "Access rule").
 
-The request's own ``filters`` can never widen it: only the two boolean options
+The request's own ``filters`` can never widen it: only the narrowing options
 are read, and any other key is rejected. The filter is handed to retrievers whose
 ``filter_policy`` is ``replace``, and nothing is merged with Haystack's
 ``filter_policy`` machinery.
@@ -34,7 +34,8 @@ class AccessFilterBuilder(RequestOptionDefaults):
     ```python
     builder = AccessFilterBuilder()
     filters = builder.run(tenant_id="acme", user_tags=["hr"], user_id="u1")["filters"]
-    # {"operator": "AND", "conditions": [tenant_id == acme, tags in [hr], scope rule, tainted != True]}
+    # {"operator": "OR", "conditions": [{AND: tenant_id == acme, tags in [hr], scope rule, tainted != True},
+    #                                   {AND: scope == public, tainted != True}]}
     ```
     """
 

@@ -1,15 +1,61 @@
 """
 ``AnswerAssembler``: the last step of the query pipeline; collects the answer,
-citations, confidence and routing into the ``RAGResponse`` contract (issue 4 §11)
-and validates it with the pydantic model, so a pipeline can only ever return a
-well-formed response.
+citations, confidence and routing into the ``RAGResponse`` contract and validates it
+with the pydantic model, so a pipeline can only ever return a well-formed response.
+
+A routed answer is a decline (docs/contract.md "Routed answers"): on ``ROUTE`` the
+``answer`` says the documents do not support a grounded answer, names whom to ask
+(the route target's contact) and which documents were found. The answerer's draft is
+ungrounded by definition (that is why it was routed) and never becomes the ``answer``;
+with ``include_ungrounded_draft`` (``SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT``, default off)
+it is returned in the separate ``ungrounded_draft`` field for debugging.
 """
 
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.models import RAGResponse
+from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse
+
+# A decline names at most this many found documents: enough to say what exists, short enough to read.
+MAX_FOUND_DOCUMENTS = 5
+
+
+def found_documents(documents: list[Document], limit: int = MAX_FOUND_DOCUMENTS) -> list[str]:
+    """Names of the distinct context documents, in context order (``document_name``, else ``document_id``)."""
+    names: list[str] = []
+    for document in documents:
+        meta = document.meta or {}
+        name = str(meta.get("document_name") or meta.get("document_id") or "").strip()
+        if name and name not in names:
+            names.append(name)
+        if len(names) == limit:
+            break
+    return names
+
+
+def decline_text(route_to: dict[str, Any] | None, documents: list[Document]) -> str:
+    """
+    The answer of a routed response: no grounded answer, whom to ask, what was found.
+
+    :param route_to: The ``RouteTarget`` dict (``owner_email``, ``tag``, ``fallback``).
+    :param documents: The context chunks the requester was allowed to see.
+    :returns: The decline text; it never contains answer claims.
+    """
+    parts = [INSUFFICIENT_INFORMATION_ANSWER]
+    route_to = route_to or {}
+    contact = route_to.get("owner_email")
+    tag = route_to.get("tag")
+    if contact and tag and not route_to.get("fallback"):
+        parts.append(f"Please ask {contact}, the owner of '{tag}'.")
+    elif contact:
+        parts.append(f"Please ask {contact}.")
+    names = found_documents(documents)
+    if names:
+        parts.append("Documents found that may be related: " + "; ".join(names) + ".")
+    else:
+        parts.append("No documents you can access matched the question.")
+    return " ".join(parts)
 
 
 @component
@@ -23,17 +69,26 @@ class AnswerAssembler:
     ```
     """
 
-    def __init__(self, time_decimals: int = 3) -> None:
+    def __init__(self, time_decimals: int = 3, include_ungrounded_draft: bool = False) -> None:
         """
         :param time_decimals: Decimals kept in ``generation_time_ms``.
+        :param include_ungrounded_draft: Debug only: on ROUTE, return the answerer's draft in
+            ``ungrounded_draft`` (never in ``answer``). Off by default.
         """
         if not isinstance(time_decimals, int) or time_decimals < 0:
             raise ValueError(f"time_decimals must be a non-negative integer, got {time_decimals!r}.")
+        if not isinstance(include_ungrounded_draft, bool):
+            raise ValueError(
+                f"include_ungrounded_draft must be true or false (SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT), got {include_ungrounded_draft!r}."
+            )
         self.time_decimals = time_decimals
+        self.include_ungrounded_draft = include_ungrounded_draft
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
-        return default_to_dict(self, time_decimals=self.time_decimals)
+        return default_to_dict(
+            self, time_decimals=self.time_decimals, include_ungrounded_draft=self.include_ungrounded_draft
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AnswerAssembler":
@@ -55,7 +110,7 @@ class AnswerAssembler:
         route_to: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """
-        :param answer: The answer text.
+        :param answer: The answerer's text (the draft; replaced by a decline on ROUTE).
         :param model_used: The backend's model name.
         :param generation_time_ms: Time the answer backend took.
         :param confidence: The hybrid confidence breakdown.
@@ -67,6 +122,10 @@ class AnswerAssembler:
         :param route_to: The route target for ``ROUTE``.
         :returns: ``response``: the ``RAGResponse`` as a JSON-ready dict.
         """
+        draft = None
+        if action == "ROUTE":
+            draft = answer if self.include_ungrounded_draft else None
+            answer = decline_text(route_to, documents)
         response = RAGResponse(
             answer=answer,
             confidence=confidence,
@@ -78,5 +137,6 @@ class AnswerAssembler:
             context_tokens_used=context_tokens_used,
             generation_time_ms=round(float(generation_time_ms), self.time_decimals),
             grounded=grounded,
+            ungrounded_draft=draft,
         )
-        return {"response": response.model_dump(mode="json")}
+        return {"response": response.to_json()}

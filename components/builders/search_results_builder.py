@@ -97,6 +97,7 @@ class SearchResultsBuilder:
             "score": float(document.score) if document.score is not None else 0.0,
             "snippet": snippet(document.content or "", self.snippet_chars),
             "tags": [tags] if isinstance(tags, str) else list(tags),
+            "public": meta.get("scope") == "public",
         }
 
     def context(self, documents: list[Document], max_tokens: int) -> tuple[str, int]:

@@ -16,9 +16,12 @@ only touches files must not re-embed them). Flags set later (``verified``, ``tai
 they change through ``document_lifecycle.set_flags``, and an unchanged re-index
 keeps them.
 
-A ``document_id`` that another tenant already uses is an ``error`` for that
-document (chunk ids are ``document_id:chunk_index``, so writing it would
-overwrite the other tenant's chunks).
+Document ids are per tenant (docs/contract.md "Document ids"): on a store whose
+point ids derive from the tenant (``ids_per_tenant = True``, the Qdrant Edge store)
+another tenant's documents are never looked at, so the plan of a document never
+depends on whether another tenant uses its id. On any other store (chunk ids
+``document_id:chunk_index`` would collide across tenants) a ``document_id`` that
+another tenant already uses stays an ``error`` for that document.
 
 Usage:
 
@@ -116,17 +119,10 @@ class DocumentChangeDetector:
 
     def _status(self, meta: dict[str, Any]) -> tuple[str, str | None]:
         tenant_id, document_id = meta["tenant_id"], meta["document_id"]
-        other_tenants = {
-            "operator": "AND",
-            "conditions": [
-                {"field": "meta.document_id", "operator": "==", "value": document_id},
-                {"field": "meta.tenant_id", "operator": "!=", "value": tenant_id},
-            ],
-        }
-        if count_by_filter(self.document_store, other_tenants):
-            return "error", (
-                f"document_id {document_id} is already used by another tenant; give this document another document_id"
-            )
+        if not getattr(self.document_store, "ids_per_tenant", False):
+            error = self._other_tenant_error(tenant_id, document_id)
+            if error:
+                return "error", error
         first_chunk = tenant_document_filter(tenant_id, document_id)
         first_chunk["conditions"].append({"field": "meta.chunk_index", "operator": "==", "value": 0})
         stored = self.document_store.filter_documents(first_chunk)
@@ -139,6 +135,21 @@ class DocumentChangeDetector:
             if _comparable(field, meta.get(field)) != _comparable(field, previous.get(field))
         ]
         return ("pending", None) if changed else ("unchanged", None)
+
+    def _other_tenant_error(self, tenant_id: str, document_id: str) -> str | None:
+        """For stores whose ids are global: refuse an id another tenant holds (it would overwrite its chunks)."""
+        other_tenants = {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.document_id", "operator": "==", "value": document_id},
+                {"field": "meta.tenant_id", "operator": "!=", "value": tenant_id},
+            ],
+        }
+        if count_by_filter(self.document_store, other_tenants):
+            return (
+                f"document_id {document_id} is already used by another tenant; give this document another document_id"
+            )
+        return None
 
     @component.output_types(documents=list[Document], plan=list[dict])
     def run(self, documents: list[Document], force: bool = False) -> dict[str, Any]:
@@ -158,7 +169,7 @@ class DocumentChangeDetector:
         to_index: list[Document] = []
         for parts in groups.values():
             meta = parts[0].meta
-            # Even a forced re-index looks first: it must not overwrite another tenant's chunks.
+            # Even a forced re-index looks first (on a store with global ids it must not overwrite another tenant).
             status, error = self._status(meta)
             if force and status == "unchanged":
                 status = "pending"

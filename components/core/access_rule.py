@@ -5,21 +5,26 @@ The access rule (issue 4 §1), in one place, in its two forms:
 * :meth:`AccessRule.allows` — the same rule checked on a retrieved document
   (defence in depth, used by :class:`components.validators.access_guard.AccessGuard`).
 
-A chunk is visible to a request when
+A chunk is visible to a request when (docs/contract.md "Access rule")
 
-    tenant_id == request.tenant_id
-    AND tags ∩ request.user_tags ≠ ∅
-    AND (scope == "tenant"
-         OR (scope == "user"    AND user_id    == request.user_id)
-         OR (scope == "project" AND project_id == request.project_id))
+    (    tenant_id == request.tenant_id
+     AND tags ∩ request.user_tags ≠ ∅
+     AND (scope == "tenant"
+          OR (scope == "user"    AND user_id == request.user_id)
+          OR (scope == "project" AND project_id == request.project_id AND user_id == request.user_id)))
+    OR scope == "public"
 
-plus the request's two narrowing options: ``verified_only`` (``verified == True``)
-and ``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted).
+plus the request's narrowing options: ``verified_only`` (``verified == True``),
+``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted) and
+``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule).
 
-A chunk without a ``scope`` is not visible (the indexer always writes one; a missing
-scope is a bug that must fail closed). A request without ``user_id`` sees no
-user-scoped chunks, one without ``project_id`` no project-scoped chunks, and one
-with no tags sees nothing: :class:`AccessRule` refuses to exist without tags.
+A project-scoped chunk is visible only to its owning user (``user_id``) within that
+project. A ``public`` chunk (shared product documentation, written only with the
+``public`` permission) is visible to every tenant whatever its tags. A chunk without a
+``scope`` is not visible (the indexer always writes one; a missing scope is a bug that
+must fail closed). A request without ``user_id`` sees no user- or project-scoped chunks,
+one without ``project_id`` no project-scoped chunks, and one with no tags sees nothing:
+:class:`AccessRule` refuses to exist without tags.
 
 Usage:
 
@@ -36,7 +41,20 @@ from typing import Any
 
 from haystack import Document, default_from_dict, default_to_dict
 
-ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted"})
+ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope"})
+# The query `scope` values: each keeps one branch of the rule; None keeps all of them.
+QUERY_SCOPES = ("project", "user", "tenant", "public")
+# A filter no document matches (an empty id list), for a narrowing that leaves no branch.
+_MATCH_NOTHING: dict[str, Any] = {"field": "id", "operator": "in", "value": []}
+
+
+def _flag_conditions(verified_only: bool, exclude_tainted: bool) -> list[dict[str, Any]]:
+    conditions: list[dict[str, Any]] = []
+    if verified_only:
+        conditions.append({"field": "meta.verified", "operator": "==", "value": True})
+    if exclude_tainted:
+        conditions.append({"field": "meta.tainted", "operator": "!=", "value": True})
+    return conditions
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,7 @@ class AccessRule:
     :param project_id: The requester's project id, for project-scoped chunks.
     :param verified_only: Keep only chunks with ``verified == True``.
     :param exclude_tainted: Drop chunks with ``tainted == True``.
+    :param scope: Narrow to one branch (``project``, ``user``, ``tenant``, ``public``); ``None`` keeps all.
     """
 
     tenant_id: str
@@ -58,6 +77,7 @@ class AccessRule:
     project_id: str | None = None
     verified_only: bool = False
     exclude_tainted: bool = True
+    scope: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tenant_id, str) or not self.tenant_id.strip():
@@ -77,6 +97,13 @@ class AccessRule:
         for name in ("verified_only", "exclude_tainted"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a boolean.")
+        if self.scope is not None and self.scope not in QUERY_SCOPES:
+            raise ValueError(
+                f"scope must be one of {', '.join(QUERY_SCOPES)} (or omitted for everything visible), got {self.scope!r}."
+            )
+
+    def _wants(self, scope: str) -> bool:
+        return self.scope is None or self.scope == scope
 
     @classmethod
     def from_request(
@@ -92,8 +119,8 @@ class AccessRule:
         """
         Build the rule from request fields and the request's options dict.
 
-        :param options: ``{"verified_only": bool, "exclude_tainted": bool}``; any other key is rejected,
-            because a request's own filters must never reach the store.
+        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str}``; any other key is
+            rejected, because a request's own filters must never reach the store.
         :raises ValueError: On an unknown option key, a non-boolean option, or a missing tenant / tags.
         """
         options = dict(options or {})
@@ -113,12 +140,19 @@ class AccessRule:
             project_id=project_id,
             verified_only=default_verified_only if verified_only is None else verified_only,
             exclude_tainted=default_exclude_tainted if exclude_tainted is None else exclude_tainted,
+            scope=options.get("scope"),
         )
 
     def to_filters(self) -> dict[str, Any]:
-        """The Haystack filter expressing this rule (one top-level ``AND``)."""
-        scope_branches: list[dict[str, Any]] = [{"field": "meta.scope", "operator": "==", "value": "tenant"}]
-        if self.user_id is not None:
+        """
+        The Haystack filter expressing this rule: the tenant branch (one ``AND`` the store answers from its access
+        keys) OR the public branch, each with the flag conditions; only the branches ``scope`` keeps.
+        """
+        flags = _flag_conditions(self.verified_only, self.exclude_tainted)
+        scope_branches: list[dict[str, Any]] = []
+        if self._wants("tenant"):
+            scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
+        if self._wants("user") and self.user_id is not None:
             scope_branches.append(
                 {
                     "operator": "AND",
@@ -128,48 +162,61 @@ class AccessRule:
                     ],
                 }
             )
-        if self.project_id is not None:
+        if self._wants("project") and self.project_id is not None and self.user_id is not None:
             scope_branches.append(
                 {
                     "operator": "AND",
                     "conditions": [
                         {"field": "meta.scope", "operator": "==", "value": "project"},
                         {"field": "meta.project_id", "operator": "==", "value": self.project_id},
+                        # Project documents are private to their owner within the project.
+                        {"field": "meta.user_id", "operator": "==", "value": self.user_id},
                     ],
                 }
             )
-        conditions: list[dict[str, Any]] = [
-            {"field": "meta.tenant_id", "operator": "==", "value": self.tenant_id},
-            # On the list field `tags`, `in` means "shares at least one value" (contract).
-            {"field": "meta.tags", "operator": "in", "value": list(self.user_tags)},
-            scope_branches[0] if len(scope_branches) == 1 else {"operator": "OR", "conditions": scope_branches},
-        ]
-        if self.verified_only:
-            conditions.append({"field": "meta.verified", "operator": "==", "value": True})
-        if self.exclude_tainted:
-            conditions.append({"field": "meta.tainted", "operator": "!=", "value": True})
-        return {"operator": "AND", "conditions": conditions}
+        branches: list[dict[str, Any]] = []
+        if scope_branches:
+            tenant_conditions: list[dict[str, Any]] = [
+                {"field": "meta.tenant_id", "operator": "==", "value": self.tenant_id},
+                # On the list field `tags`, `in` means "shares at least one value" (contract).
+                {"field": "meta.tags", "operator": "in", "value": list(self.user_tags)},
+                scope_branches[0] if len(scope_branches) == 1 else {"operator": "OR", "conditions": scope_branches},
+            ]
+            branches.append({"operator": "AND", "conditions": tenant_conditions + flags})
+        if self._wants("public"):
+            branches.append(
+                {
+                    "operator": "AND",
+                    "conditions": [{"field": "meta.scope", "operator": "==", "value": "public"}, *flags],
+                }
+            )
+        if not branches:
+            return _MATCH_NOTHING
+        return branches[0] if len(branches) == 1 else {"operator": "OR", "conditions": branches}
 
     def violation(self, document: Document) -> str | None:
         """Why ``document`` is not visible under this rule, or ``None`` when it is."""
         meta = document.meta or {}
-        if meta.get("tenant_id") != self.tenant_id:
-            return "tenant_id differs from the request's tenant"
-        tags = meta.get("tags")
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        if not set(tags) & set(self.user_tags):
-            return "shares no tag with the request's user_tags"
         scope = meta.get("scope")
-        if scope == "tenant":
-            pass
-        elif scope == "user":
+        if scope not in QUERY_SCOPES:
+            return f"unknown or missing scope {scope!r}"
+        if not self._wants(scope):
+            return f"{scope}-scoped chunk outside the requested scope {self.scope!r}"
+        if scope != "public":
+            if meta.get("tenant_id") != self.tenant_id:
+                return "tenant_id differs from the request's tenant"
+            tags = meta.get("tags")
+            tags = [tags] if isinstance(tags, str) else list(tags or [])
+            if not set(tags) & set(self.user_tags):
+                return "shares no tag with the request's user_tags"
+        if scope == "user":
             if self.user_id is None or meta.get("user_id") != self.user_id:
                 return "user-scoped chunk of another user"
         elif scope == "project":
             if self.project_id is None or meta.get("project_id") != self.project_id:
                 return "project-scoped chunk of another project"
-        else:
-            return f"unknown or missing scope {scope!r}"
+            if self.user_id is None or meta.get("user_id") != self.user_id:
+                return "project-scoped chunk of another user"
         if self.verified_only and meta.get("verified") is not True:
             return "not verified while verified_only is set"
         if self.exclude_tainted and meta.get("tainted") is True:
@@ -189,6 +236,7 @@ class AccessRule:
             "project_id": self.project_id,
             "verified_only": self.verified_only,
             "exclude_tainted": self.exclude_tainted,
+            "scope": self.scope,
         }
 
 

@@ -50,8 +50,12 @@ SOURCE_TYPE_BY_EXTENSION = {
 SOURCE_TYPES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "text")
 SUPPORTED_EXTENSIONS = tuple(sorted(SOURCE_TYPE_BY_EXTENSION))
 
-SCOPES = ("tenant", "user", "project")
+SCOPES = ("tenant", "user", "project", "public")
 DEFAULT_SCOPE = "tenant"
+# Public documents are visible to every tenant (docs/contract.md "Access rule"); their ids carry this prefix, and
+# no other document's may, so a public SourceId never equals a tenant's own in one result.
+PUBLIC_SCOPE = "public"
+PUBLIC_ID_PREFIX = "public-"
 
 DOCUMENT_ID_PATTERN = r"[A-Za-z0-9-]+"
 _DOCUMENT_ID_RE = re.compile(rf"^{DOCUMENT_ID_PATTERN}$")
@@ -202,12 +206,22 @@ def access_meta_problems(meta: Mapping[str, Any]) -> list[str]:
         problems.append(f"scope {scope!r} is invalid: use one of {', '.join(SCOPES)}")
     elif scope == "user" and not meta.get("user_id"):
         problems.append("scope 'user' needs a user_id")
-    elif scope == "project" and not meta.get("project_id"):
-        problems.append("scope 'project' needs a project_id")
+    elif scope == "project" and (not meta.get("project_id") or not meta.get("user_id")):
+        problems.append(
+            "scope 'project' needs a project_id and a user_id (the owner: project documents are private to their owner)"
+        )
     if meta.get("document_id") is not None:
         problem = document_id_problem(meta["document_id"])
         if problem:
             problems.append(problem)
+        elif scope == PUBLIC_SCOPE and not str(meta["document_id"]).startswith(PUBLIC_ID_PREFIX):
+            problems.append(
+                f"a public document's document_id must start with '{PUBLIC_ID_PREFIX}', got {meta['document_id']!r}"
+            )
+        elif scope != PUBLIC_SCOPE and str(meta["document_id"]).startswith(PUBLIC_ID_PREFIX):
+            problems.append(
+                f"document_id {meta['document_id']!r}: ids starting with '{PUBLIC_ID_PREFIX}' are reserved for scope 'public'"
+            )
     for flag in ("verified", "tainted"):
         if meta.get(flag) is not None and not isinstance(meta[flag], bool):
             problems.append(f"{flag} must be true or false")

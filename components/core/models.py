@@ -21,7 +21,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 # A query longer than this is almost certainly not a question (a pasted file, an
 # attack); rejecting it early keeps tokenising and embedding cheap.
@@ -122,6 +122,8 @@ class _IdentityRequest(BaseModel):
     user_id: Identifier | None = None
     project_id: Identifier | None = None
     filters: SearchFilters | None = None
+    # Narrows to one branch of the access rule; omitted: everything visible. It can never widen.
+    scope: Literal["project", "user", "tenant", "public"] | None = None
 
     @field_validator("query")
     @classmethod
@@ -191,6 +193,8 @@ class Citation(BaseModel):
     relevance_score: float = Field(ge=0.0, le=1.0)
     snippet: str
     snippet_full: str
+    # A public (shared, every-tenant) document rather than the requester's own tenant's.
+    public: bool = False
 
 
 class RouteTarget(BaseModel):
@@ -216,6 +220,21 @@ class RAGResponse(BaseModel):
     context_tokens_used: int = Field(ge=0)
     generation_time_ms: float = Field(ge=0.0)
     grounded: bool
+    # Only with SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT on a ROUTE (docs/contract.md "Routed answers"):
+    # the LLM's draft is kept apart from ``answer`` so no client shows it as an answer.
+    ungrounded_draft: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
+        # Every serialisation (ours, FastAPI's response model) shows the field only when it is set.
+        data = handler(self)
+        if self.ungrounded_draft is None:
+            data.pop("ungrounded_draft", None)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready dict; ``ungrounded_draft`` appears only when it is set."""
+        return self.model_dump(mode="json")
 
 
 class SearchResult(BaseModel):
@@ -229,6 +248,8 @@ class SearchResult(BaseModel):
     score: float
     snippet: str
     tags: list[str]
+    # A public (shared, every-tenant) document rather than the requester's own tenant's.
+    public: bool = False
 
 
 class SearchMetadata(BaseModel):

@@ -188,6 +188,12 @@ class TagDirectory:
                 connection.execute("DELETE FROM tags WHERE tenant_id = ? AND name = ?", (tenant_id, tag)).rowcount > 0
             )
 
+    def remove_tenant(self, tenant_id: str) -> int:
+        """Remove every tag (and so every tag owner) of a tenant (docs/contract.md "Deletion"). Returns how many."""
+        _require_tenant(tenant_id)
+        with closing(self._connect()) as connection, connection:
+            return connection.execute("DELETE FROM tags WHERE tenant_id = ?", (tenant_id,)).rowcount
+
     def lookup(self, tenant_id: str, tag: str) -> TagOwner | None:
         """
         The owner of ``tag`` in ``tenant_id`` (never another tenant's). ``None`` when the tenant

@@ -102,6 +102,7 @@ class CitationExtractor:
             "relevance_score": min(1.0, max(0.0, float(score))),
             "snippet": snippet(content, self.snippet_chars),
             "snippet_full": content,
+            "public": meta.get("scope") == "public",
         }
 
     @component.output_types(citations=list[dict[str, Any]], unknown_source_ids=list[str], all_sentences_cited=bool)

@@ -11,6 +11,7 @@ one tenant: a ``document_id`` of another tenant is never touched.
 * :func:`set_flags` sets ``tainted``/``verified`` on every chunk of the documents
   without re-embedding (retrieval's ``exclude_tainted``/``verified_only`` read them);
 * :func:`delete_tenant` removes everything of a tenant;
+* :func:`delete_user` removes a user's private documents (``user`` and ``project`` scope owned by the user);
 * :func:`stats` counts chunks, documents and flags, per tenant.
 
 Each returns what the API responds and what the index event log records
@@ -135,6 +136,33 @@ def delete_tenant(store: DocumentStore, tenant_id: str) -> int:
     :raises LifecycleError: If ``tenant_id`` is missing.
     """
     return store.delete_by_filter(tenant_filter(_check_tenant(tenant_id)))
+
+
+def user_documents_filter(user_id: str, tenant_id: str | None = None) -> dict[str, Any]:
+    """The chunks private to ``user_id``: ``user`` and ``project`` scope owned by the user (in ``tenant_id`` if given)."""
+    conditions: list[dict[str, Any]] = [
+        {"field": "meta.user_id", "operator": "==", "value": user_id},
+        {"field": "meta.scope", "operator": "in", "value": ["user", "project"]},
+    ]
+    if tenant_id is not None:
+        conditions.insert(0, tenant_filter(tenant_id))
+    return {"operator": "AND", "conditions": conditions}
+
+
+def delete_user(store: DocumentStore, user_id: str, tenant_id: str | None = None) -> int:
+    """
+    Remove a user's private documents (docs/contract.md "Deletion"): every ``user``- and ``project``-scoped
+    chunk whose ``user_id`` is the user, in one tenant or (``tenant_id=None``) in all. Tenant-wide documents
+    the user happened to write stay: they belong to the tenant.
+
+    :returns: The number of chunks removed.
+    :raises LifecycleError: If ``user_id`` (or a given ``tenant_id``) is blank.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise LifecycleError("user_id is required")
+    if tenant_id is not None:
+        _check_tenant(tenant_id)
+    return store.delete_by_filter(user_documents_filter(user_id, tenant_id))
 
 
 def stats(store: DocumentStore, tenant_id: str | None = None) -> dict[str, Any]:

@@ -149,6 +149,9 @@ class QueryService:
             "project_id": request.project_id,
             "filters": request.filters.model_dump(exclude_none=True) if request.filters else None,
         }
+        if request.scope is not None:
+            # The query scope narrows the access rule like the other options (docs/contract.md "Access rule").
+            values["filters"] = {**(values["filters"] or {}), "scope": request.scope}
         if isinstance(request, RAGRequest):
             values["chat_history"] = (
                 [{"role": message.role, "content": message.content} for message in request.chat_history]
@@ -214,7 +217,7 @@ class QueryService:
             result = self.rag_pipeline.run(data, include_outputs_from={component_name})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).model_dump(mode="json")
+        return RAGResponse.model_validate(result[component_name][socket]).to_json()
 
     async def rag_async(
         self, request: Mapping[str, Any] | RAGRequest, *, streaming_callback: Callable | None = None
@@ -226,7 +229,7 @@ class QueryService:
             result = await self.rag_pipeline.run_async(data, include_outputs_from={component_name})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).model_dump(mode="json")
+        return RAGResponse.model_validate(result[component_name][socket]).to_json()
 
     # ------------------------------------------------------------------ search
 

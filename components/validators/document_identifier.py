@@ -43,6 +43,8 @@ from haystack.core.component.types import Variadic
 from components.core.document_identity import (
     COMPUTED_META_FIELDS,
     DEFAULT_SCOPE,
+    PUBLIC_ID_PREFIX,
+    PUBLIC_SCOPE,
     SOURCE_META_FIELDS,
     IndexingValidationError,
     access_meta_problems,
@@ -127,6 +129,8 @@ class DocumentIdentifier:
             else:
                 source = f"sha256:{meta['source_hash']}"
             meta["document_id"] = derive_document_id(str(meta.get("tenant_id")), source)
+            if meta["scope"] == PUBLIC_SCOPE:
+                meta["document_id"] = PUBLIC_ID_PREFIX + meta["document_id"]
         meta["embedding_model"] = self.embedding_model
         meta["verified"] = bool(meta.get("verified", False))
         meta["tainted"] = bool(meta.get("tainted", False))

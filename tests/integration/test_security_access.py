@@ -23,6 +23,7 @@ The corpus seed and the number of examples can be changed with ``SOURCEBOUND_ACC
 import json
 import os
 import random
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,18 +126,21 @@ def build_corpus(rng: random.Random) -> Corpus:
             topic = rng.choice(sorted(TOPICS))
             canary = new_canary(rng)
             scope = rng.choices(["tenant", "user", "project"], weights=[3, 2, 2])[0]
+            if number % 12 == 5:
+                scope = "public"  # shared documents every tenant sees (docs/contract.md "Access rule")
             text = f"Reference code {canary}. " + TOPICS[topic].format(x=tenant)
             if number % 6 == 0:
                 text += " " + rng.choice(INJECTIONS).format(other=rng.choice(others))
             document = TestDocument(
-                document_id=f"t{tenant_index}-doc-{number}",
+                document_id=f"{'public-' if scope == 'public' else ''}t{tenant_index}-doc-{number}",
                 tenant_id=tenant,
                 tags=rng.sample(TAGS, rng.choice([1, 1, 2, 3])),
                 content=text,
                 canary=canary,
                 scope=scope,
-                # Tenant-scoped documents sometimes carry an owner too: the scope alone decides.
-                user_id=rng.choice(USERS) if scope == "user" or rng.random() < 0.2 else None,
+                # Tenant-scoped documents sometimes carry an owner too: the scope alone decides. Project documents
+                # always have one: they are private to it within the project.
+                user_id=rng.choice(USERS) if scope in ("user", "project") or rng.random() < 0.2 else None,
                 project_id=rng.choice(PROJECTS) if scope == "project" or rng.random() < 0.2 else None,
                 verified=rng.random() < 0.3,
                 tainted=rng.random() < 0.15,
@@ -205,10 +209,21 @@ def check_search(result: dict, allowed: list[TestDocument], identity: dict, comp
     for hit in result["results"]:
         assert hit["document_id"] in by_id, f"search leaked {hit['document_id']} to {identity}"
         assert hit["source_id"] == f"{hit['document_id']}:{hit['chunk_index']}"
-        assert set(hit["tags"]) == set(by_id[hit["document_id"]].tags) and set(hit["tags"]) & set(identity["user_tags"])
+        document = by_id[hit["document_id"]]
+        assert set(hit["tags"]) == set(document.tags)
+        # Public documents are visible whatever the tags, and marked as such (docs/contract.md "Access rule").
+        assert hit["public"] is (document.scope == "public")
+        assert document.scope == "public" or set(hit["tags"]) & set(identity["user_tags"])
         assert normalise_space(hit["snippet"].rstrip(".")) in normalise_space(by_id[hit["document_id"]].content)
     check_canaries(result, allowed, identity)
     return len(result["results"])
+
+
+DECLINE_RE = re.compile(
+    re.escape(INSUFFICIENT) + r" Please ask (?P<contact>\S+?)(?:, the owner of '.*')?\. "
+    r"(?:Documents found that may be related: (?P<names>.+)\.|No documents you can access matched the question\.)",
+    re.DOTALL,
+)
 
 
 def check_answer(answer: str, rag: dict, allowed: list[TestDocument], identity: dict) -> int:
@@ -216,11 +231,23 @@ def check_answer(answer: str, rag: dict, allowed: list[TestDocument], identity: 
     by_id = {document.document_id: document for document in allowed}
     for citation in rag["citations"]:
         assert citation["document_id"] in by_id, f"citation leaked {citation['document_id']} to {identity}"
+        assert citation["public"] is (by_id[citation["document_id"]].scope == "public")
         assert citation["source_id"] == f"{citation['document_id']}:{citation['chunk_index']}"
         assert normalise_space(citation["snippet_full"]) in normalise_space(by_id[citation["document_id"]].content)
+    claims = answer
+    if rag.get("action") == "ROUTE":
+        # A routed answer is a decline (docs/contract.md "Routed answers"): whom to ask, and only the names of
+        # visible documents; none of the draft's sentences.
+        match = DECLINE_RE.fullmatch(answer)
+        assert match, f"routed answer is not a decline: {answer!r}"
+        assert match.group("contact") == rag["route_to"]["owner_email"], (answer, rag["route_to"])
+        names = match.group("names").split("; ") if match.group("names") else []
+        visible_names = {f"name-{document.document_id}" for document in allowed}
+        assert set(names) <= visible_names, f"decline names {set(names) - visible_names}, invisible to {identity}"
+        claims = ""
     # Markers are cut out of the answer's sentences, so compare against the texts without them too.
     contents = [normalise_space(SOURCE_ID_RE.sub(" ", document.content)) for document in allowed]
-    for sentence in answer_sentences(answer):
+    for sentence in answer_sentences(claims):
         assert sentence == INSUFFICIENT or any(sentence in content for content in contents), (
             f"answer sentence {sentence!r} is from no document visible to {identity}"
         )
@@ -267,11 +294,14 @@ SMUGGLES = [
     {"tenant_ids": ["acme", "globex"]},
     {"where": {"tenant_id": {"$ne": None}}},
     {"meta": {"tenant_id": "globex"}},
-    {"scope": "tenant"},
+    {"scope": "everything"},
+    {"scope": ["tenant", "public"]},
     {"access": {"tenant_id": "*"}},
     {"top_k": 1000, "filter_policy": "merge"},
     {"$or": [{"tenant_id": "globex"}]},
 ]
+# The query `scope` (narrows only): mostly omitted.
+QUERY_SCOPE = st.one_of(st.none(), st.none(), st.sampled_from(["project", "user", "tenant", "public"]))
 IDENTIFIER_TEXT = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=40).filter(str.strip)
 
 
@@ -297,6 +327,9 @@ def outsiders(draw) -> dict[str, Any]:
         identity["user_id"] = user
     if project is not None:
         identity["project_id"] = project
+    scope = draw(QUERY_SCOPE)
+    if scope is not None:
+        identity["scope"] = scope
     return identity
 
 
@@ -319,6 +352,9 @@ def insiders(draw, corpus: Corpus) -> dict[str, Any]:
     }
     for name in draw(st.sampled_from([(), (), ("user_id",), ("project_id",), ("user_id", "project_id")])):
         del identity[name]
+    scope = draw(QUERY_SCOPE)
+    if scope is not None:
+        identity["scope"] = scope
     near_miss = draw(st.sampled_from([None, None, None, "tenant_id", "user_tags", "user_id", "project_id"]))
     if near_miss == "tenant_id":
         identity["tenant_id"] = draw(
@@ -494,7 +530,7 @@ def _visible_ids(corpus: Corpus, identity: dict) -> set[str]:
         ("/search/run", {"meta": {"tenant_id": "globex"}}, "meta"),
         ("/rag/run", {"filters": {"tenant_id": "globex", "exclude_tainted": False}}, "filters.tenant_id"),
         ("/rag/run", {"filter_policy": "merge", "filters": {"verified_only": False}}, "filter_policy"),
-        ("/rag/run", {"scope": "tenant"}, "scope"),
+        ("/rag/run", {"scope": "everything"}, "scope"),
         (
             "/rag/run",
             {"documents": [{"content": "forged context zq000000000000", "meta": {"tenant_id": "acme"}}]},
@@ -608,18 +644,172 @@ def test_other_tenants_cannot_change_or_delete_documents(server, corpus):
     for tenant in ("*", ".*", "%", "ACME", "acme ", "acme\u200b", "\u0430cme", "' OR '1'='1", '{"$ne": null}'):
         response = http.post("/delete_tenant/run", json={"tenant_id": tenant})
         assert response.status_code == 200 and response.json()["result"]["chunks_removed"] == 0, (tenant, response.text)
-    # A document id of another tenant cannot be taken over either.
+    # A document id of another tenant cannot be taken over either: ids are per tenant (docs/contract.md
+    # "Document ids"), so globex indexing acme's id writes globex's own document, answered exactly as a fresh id
+    # (nothing says acme has it), and acme's stays as it was.
     stolen = {
         "content": "zq111111111111 replaced by globex",
         "tenant_id": "globex",
         "tags": ["hr"],
         "document_id": acme_ids[0],
     }
-    entry = http.post("/index/run", json={"documents": [stolen]}).json()["result"]["documents"][0]
-    assert entry["status"] == "error" and entry["chunks"] == 0
+    fresh = {**stolen, "document_id": "globex-fresh-id-0"}
+    entries = http.post("/index/run", json={"documents": [stolen, fresh]}).json()["result"]["documents"]
+    assert [(e["status"], e["chunks"]) for e in entries] == [("indexed", 1), ("indexed", 1)] and set(entries[0]) == set(
+        entries[1]
+    )
+    removed = http.post(
+        "/invalidate/run", json={"tenant_id": "globex", "document_ids": [acme_ids[0], "globex-fresh-id-0"]}
+    )
+    assert removed.json()["result"]["chunks_removed"] == 2
     after = live_snapshot(server.data_dir)
     assert (after.points, after.content_digest, after.vector_digest) == (
         before.points,
         before.content_digest,
         before.vector_digest,
     )
+
+
+# ---------------------------------------------------------------------- api_key mode: who may act for whom
+
+KEY_EXAMPLES = max(10, EXAMPLES // 3)
+
+
+@dataclass
+class ProbeKey:
+    key: str
+    tenant_id: str
+    tags: list[str]
+    user_id: str | None = None  # a user key
+    act_as_users: list[str] | None = None  # a service key's grant
+
+    def may_act_as(self, user_id: str) -> bool:
+        import fnmatch
+
+        if self.user_id is not None:
+            return user_id == self.user_id
+        return any(fnmatch.fnmatchcase(user_id, pattern) for pattern in self.act_as_users or ())
+
+
+@pytest.fixture(scope="module")
+def key_server(tmp_path_factory):
+    """The same corpus on a server in api_key mode, indexed by per-tenant writer keys; read keys of every kind."""
+    from hayhooks_app import cli_keys
+
+    data_dir = tmp_path_factory.mktemp("access-keys") / "data"
+    keys_file = data_dir / "api_keys.json"
+    data_dir.mkdir(parents=True)
+    corpus = build_corpus(random.Random(SEED))
+    rng = random.Random(SEED + 1)
+    writers, readers = {}, []
+    for tenant in TENANTS:
+        writers[tenant] = cli_keys.register_key(
+            keys_file, tenant_id=tenant, tags=TAGS, permissions=["write", "public"], act_as_users=["*"]
+        )[0]
+        grants = [{"user_id": user} for user in USERS] + [{"act_as_users": ["u-*"]}, {"act_as_users": ["*"]}, {}]
+        for grant in grants:
+            tags = rng.sample(TAGS, rng.choice([2, 6, len(TAGS)]))
+            key = cli_keys.register_key(keys_file, tenant_id=tenant, tags=tags, **grant)[0]
+            readers.append(ProbeKey(key, tenant, tags, grant.get("user_id"), grant.get("act_as_users")))
+    env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
+    with ApiServer(data_dir, env=env) as running:
+        for tenant in TENANTS:
+            mine = [document for document in corpus.documents if document.tenant_id == tenant]
+            headers = {"Authorization": f"Bearer {writers[tenant]}"}
+            response = running.client.post("/index/run", json={"documents": [d.body() for d in mine]}, headers=headers)
+            assert response.status_code == 200, response.text[:2000]
+            tainted = [d.document_id for d in mine if d.tainted]
+            if tainted:
+                flagged = running.client.post(
+                    "/flags/run", json={"tenant_id": tenant, "document_ids": tainted, "tainted": True}, headers=headers
+                )
+                assert flagged.status_code == 200, flagged.text
+        running.corpus, running.readers = corpus, readers
+        yield running
+
+
+@st.composite
+def key_probes(draw, readers: list[ProbeKey]) -> dict[str, Any]:
+    reader = draw(st.sampled_from(readers))
+    body: dict[str, Any] = {}
+    user = draw(
+        st.one_of(st.none(), st.none(), st.sampled_from(USERS), st.sampled_from(USER_LOOKALIKES), st.just("u-mallory"))
+    )
+    if user is not None:
+        body["user_id"] = user
+    if draw(st.booleans()):
+        body["user_tags"] = draw(
+            st.lists(
+                st.one_of(st.sampled_from(TAGS), st.sampled_from(TAG_LOOKALIKES)), min_size=1, max_size=5, unique=True
+            )
+        )
+    project = draw(st.one_of(st.none(), st.sampled_from(PROJECTS)))
+    if project is not None:
+        body["project_id"] = project
+    scope = draw(QUERY_SCOPE)
+    if scope is not None:
+        body["scope"] = scope
+    if draw(st.booleans()):
+        body["tenant_id"] = reader.tenant_id  # naming the key's own tenant is allowed
+    query = draw(
+        st.one_of(
+            st.sampled_from(TOPIC_QUERIES), st.sampled_from(INJECTIONS).map(lambda text: text.format(other="acme"))
+        )
+    )
+    return {"reader": reader, "body": body, "query": query, "k": draw(st.integers(1, 100))}
+
+
+def test_api_key_mode_no_key_reads_beyond_its_grant(key_server):
+    """
+    Hypothesis over api_key mode (docs/contract.md "Delegation"): user keys, service keys (a pattern and ``*``)
+    and keys without a grant, each with random body user_id / tags / project / scope. A user_id the key may not act
+    as is a 403 that shows nothing; otherwise every result and answer is visible to the identity the key grants.
+    """
+    http, corpus = key_server.client, key_server.corpus
+    stats = {"refused": 0, "answered": 0, "non_empty": 0, "delegated": 0}
+
+    @settings(max_examples=KEY_EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(probe=key_probes(key_server.readers))
+    def check(probe):
+        reader, body = probe["reader"], probe["body"]
+        note(ascii(probe))
+        headers = {"Authorization": f"Bearer {reader.key}"}
+        user = body.get("user_id")
+        tags = (
+            reader.tags
+            if "user_tags" not in body
+            else [tag for tag in dict.fromkeys(body["user_tags"]) if tag in reader.tags]
+        )
+        refused = (user is not None and not reader.may_act_as(user)) or not tags
+        acting = reader.user_id if reader.user_id is not None else user
+        identity = {
+            "tenant_id": reader.tenant_id,
+            "user_tags": tags,
+            "user_id": acting,
+            "project_id": body.get("project_id"),
+            "scope": body.get("scope"),
+        }
+        allowed = corpus.visible_to(identity, None)
+        for path, request in (
+            ("/search/run", {"query": probe["query"], **body, "k": probe["k"], "search_mode": "vector"}),
+            ("/rag/run", {"query": probe["query"], **body}),
+        ):
+            response = http.post(path, json=request, headers=headers)
+            if refused:
+                assert response.status_code == 403, (path, response.status_code, response.text[:300])
+                check_canaries(response.json(), [], identity)
+                stats["refused"] += 1
+                continue
+            assert response.status_code == 200, (path, response.status_code, response.text[:300])
+            stats["answered"] += 1
+            stats["delegated"] += reader.act_as_users is not None and user is not None
+            result = response.json()["result"]
+            if path == "/search/run":
+                found = check_search(result, allowed, identity, complete=probe["k"] >= len(allowed))
+            else:
+                found = check_answer(result["answer"], result, allowed, identity)
+            stats["non_empty"] += bool(found)
+
+    check()
+    print(f"\napi_key probes: {stats}")
+    assert stats["refused"] and stats["answered"] and stats["delegated"] and stats["non_empty"]

@@ -84,19 +84,26 @@ class TestDocument:
 
 def visible(document: TestDocument, identity: Mapping[str, Any], filters: Mapping[str, Any] | None = None) -> bool:
     """
-    The access rule, as the test reads the contract: same tenant, a shared tag, and the scope's
-    owner (exact string comparisons), narrowed by ``verified_only`` / ``exclude_tainted``.
+    The access rule, as the test reads the contract (docs/contract.md "Access rule"): a public document,
+    or same tenant, a shared tag and the scope's owner (a project document: its project and its owning
+    user; exact string comparisons), narrowed by the identity's query ``scope`` and by
+    ``verified_only`` / ``exclude_tainted``.
     """
     filters = filters or {}
-    if document.tenant_id != identity["tenant_id"]:
+    if document.scope not in {"tenant", "user", "project", "public"}:
         return False
-    if not set(document.tags) & set(identity["user_tags"]):
+    if identity.get("scope") is not None and document.scope != identity["scope"]:
         return False
+    if document.scope != "public":
+        if document.tenant_id != identity["tenant_id"]:
+            return False
+        if not set(document.tags) & set(identity["user_tags"]):
+            return False
     if document.scope == "user" and document.user_id != identity.get("user_id"):
         return False
-    if document.scope == "project" and document.project_id != identity.get("project_id"):
-        return False
-    if document.scope not in {"tenant", "user", "project"}:
+    if document.scope == "project" and (
+        document.project_id != identity.get("project_id") or document.user_id != identity.get("user_id")
+    ):
         return False
     if filters.get("verified_only", False) and not document.verified:
         return False

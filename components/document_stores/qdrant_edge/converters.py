@@ -3,9 +3,13 @@ Haystack ``Document`` <-> Qdrant Edge point.
 
 Point layout (one point per document):
 
-- id: ``uuid5(UUID_NAMESPACE, document.id)``; Qdrant ids must be integers or
-  UUIDs, and a deterministic mapping lets ``id`` filters and deletes work
-  without a lookup. The original string id is kept in the payload.
+- id: ``uuid5(UUID_NAMESPACE, json([tenant_id, document.id]))`` for a document
+  whose ``meta.tenant_id`` is a string, else ``uuid5(UUID_NAMESPACE, document.id)``.
+  Qdrant ids must be integers or UUIDs; deriving them from the tenant too makes
+  document ids per tenant (docs/contract.md "Document ids"): the same
+  ``document_id:chunk_index`` in two tenants is two points, and a write never
+  looks at another tenant's points. The original string id is kept in the
+  payload (indexed), which ``id`` filters and ``delete_documents`` match.
 - vectors: ``dense`` (the document's embedding, when it has one) and ``bm25``
   (the document's ``sparse_embedding``, or BM25 computed from ``content``).
 - payload: ``{"id": str, "content": str, "meta": {...}, "_store": {...}}``.
@@ -69,6 +73,11 @@ def access_key(tenant_id: str, tag: str, scope: str, audience_id: str, tainted: 
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
+def project_audience(project_id: str, user_id: str) -> str:
+    """The audience id of a project chunk: its project and its owner (docs/contract.md "Access rule")."""
+    return json.dumps([project_id, user_id], ensure_ascii=False, separators=(",", ":"))
+
+
 def access_keys(meta: dict[str, Any]) -> list[str]:
     """
     The access keys a document's meta grants: one per tenant value, tag value and audience (``tenant`` when
@@ -81,7 +90,13 @@ def access_keys(meta: dict[str, Any]) -> list[str]:
     if "user" in scopes:
         audiences += [("user", user_id) for user_id in _strings(meta.get("user_id"))]
     if "project" in scopes:
-        audiences += [("project", project_id) for project_id in _strings(meta.get("project_id"))]
+        # Project chunks are private to their owner within the project: the audience is the pair.
+        audiences += [
+            ("project", project_audience(project_id, user_id))
+            for project_id in _strings(meta.get("project_id"))
+            for user_id in _strings(meta.get("user_id"))
+        ]
+    # "public" chunks grant no key: the public branch of the rule is a plain scope condition.
     tainted, verified = _has_true(meta.get("tainted")), _has_true(meta.get("verified"))
     return sorted(
         {
@@ -93,8 +108,17 @@ def access_keys(meta: dict[str, Any]) -> list[str]:
     )
 
 
-def point_id(document_id: str) -> uuid.UUID:
-    """The deterministic point id of a Haystack document id."""
+def point_id(document_id: str, tenant_id: Any = None) -> uuid.UUID:
+    """
+    The deterministic point id of a Haystack document id within its tenant.
+
+    :param document_id: The Haystack id (``document_id:chunk_index`` in sourcebound).
+    :param tenant_id: The document's ``meta.tenant_id``; only a non-empty string takes part (other values keep
+        the plain id, as for documents without a tenant).
+    """
+    if isinstance(tenant_id, str) and tenant_id:
+        # JSON keeps tenant and id apart whatever characters they contain.
+        return uuid.uuid5(UUID_NAMESPACE, json.dumps([tenant_id, document_id], ensure_ascii=False))
     return uuid.uuid5(UUID_NAMESPACE, document_id)
 
 

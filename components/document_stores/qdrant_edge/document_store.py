@@ -13,7 +13,10 @@ dense vector ``dense`` (``embedding_dim``, ``similarity``), a named sparse
 vector ``bm25`` with Qdrant's IDF modifier (the document's own
 ``sparse_embedding``, or BM25 term weights the store computes from
 ``content`` with ``qdrant_edge.Bm25``), and the payload ``{"id", "content",
-"meta"}``. Payload indexes: keyword on ``meta.tenant_id`` (``is_tenant``),
+"meta"}``. Point ids derive from ``meta.tenant_id`` and the id, so ids are per
+tenant (docs/contract.md "Document ids"); a shard written before that is
+re-keyed once when it is opened (``POINT_ID_SCHEME_FILE`` marks it done).
+Payload indexes: keyword on ``id``, on ``meta.tenant_id`` (``is_tenant``),
 ``meta.tags``, ``meta.document_id``, ``meta.scope``, ``meta.user_id`` and
 ``meta.project_id``; boolean on ``meta.verified`` and ``meta.tainted``; and
 keyword on the derived access keys that answer the contract's access rule in
@@ -63,6 +66,7 @@ import math
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -121,6 +125,7 @@ SIMILARITIES = {"cosine": Distance.Cosine, "dot_product": Distance.Dot, "l2": Di
 
 # Payload indexes; the access rule filters on all of these (see CONTRACT.md).
 PAYLOAD_INDEXES: dict[str, Any] = {
+    "id": PayloadSchemaType.Keyword,
     "meta.tenant_id": KeywordIndexParams(is_tenant=True),
     "meta.tags": PayloadSchemaType.Keyword,
     "meta.document_id": PayloadSchemaType.Keyword,
@@ -133,6 +138,11 @@ PAYLOAD_INDEXES: dict[str, Any] = {
 }
 
 SCROLL_PAGE_SIZE = 1024
+# In the shard folder once its point ids follow converters.point_id (tenant + id) and its access keys
+# converters.access_keys (project chunks keyed by project and owner); another content triggers the migration.
+POINT_ID_SCHEME_FILE = "point_id_scheme"
+POINT_ID_SCHEME = "tenant-id-v2 access-v2"
+_REKEY_BATCH = 256
 DEFAULT_RRF_K = 60
 # The stage names a source-reporting hybrid query puts in ``meta["retrieved_by"]`` (dense first, as the engine).
 HYBRID_SOURCES = ("vector", "keyword")
@@ -168,6 +178,9 @@ class QdrantEdgeDocumentStore:
 
     See the module docstring for layout, atomicity, sharing, durability and when to call ``optimize()``.
     """
+
+    # Point ids derive from meta.tenant_id and the id: the same id in two tenants is two documents.
+    ids_per_tenant = True
 
     def __init__(
         self,
@@ -215,6 +228,7 @@ class QdrantEdgeDocumentStore:
         self._open_lock = threading.Lock()
         self._shared: SharedShard | None = None
         self._shard_state()
+        self._migrate_point_ids()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -244,6 +258,61 @@ class QdrantEdgeDocumentStore:
                 }
                 self._shared = acquire_shard(self.path, self._engine_config(), settings, PAYLOAD_INDEXES)
             return self._shared
+
+    def _migrate_point_ids(self) -> None:
+        """
+        Re-key the points of a shard written before point ids were per tenant, once (docs/contract.md
+        "Document ids"). Each point whose id is not ``point_id(id, tenant_id)`` is upserted under that id with
+        its vectors and payload unchanged and its old id deleted; then the scheme marker is written.
+        """
+        shared = self._shard_state()
+        marker = Path(shared.path) / POINT_ID_SCHEME_FILE
+
+        def current() -> bool:
+            return marker.exists() and marker.read_text(encoding="utf-8").strip() == POINT_ID_SCHEME
+
+        if current():
+            return
+        with shared.lock.write():
+            if current():
+                return
+            started = time.perf_counter()
+            moves = {}
+            rekeyed: dict[tuple[str, ...], list[Any]] = {}
+            for record in _scroll_all(shared, None, with_payload=True):
+                payload = record.payload or {}
+                old_id = record.id  # the binding converts on every access: read once
+                meta = payload.get("meta") or {}
+                keys = access_keys(meta)
+                if keys != list((payload.get(STORE_PAYLOAD_KEY) or {}).get("access") or []):
+                    rekeyed.setdefault(tuple(keys), []).append(old_id)
+                new_id = point_id(str(payload.get("id", "")), meta.get("tenant_id"))
+                if str(old_id) != str(new_id):
+                    moves[old_id] = new_id
+            # Access keys first (on the old ids), so the moved points carry the new keys.
+            for keys, ids in rekeyed.items():
+                shared.shard.update(UpdateOperation.set_payload(ids, {"access": list(keys)}, key=STORE_PAYLOAD_KEY))
+            old_ids = list(moves)
+            for start in range(0, len(old_ids), _REKEY_BATCH):
+                batch = old_ids[start : start + _REKEY_BATCH]
+                records = {str(record.id): record for record in shared.shard.retrieve(batch, True, True)}
+                points = []
+                for old in batch:
+                    record = records[str(old)]
+                    points.append(Point(id=moves[old], vector=record.vector, payload=record.payload))
+                # Upsert first: a crash in between leaves a point twice (the next open finishes), never lost.
+                shared.shard.update(UpdateOperation.upsert_points(points))
+                shared.shard.update(UpdateOperation.delete_points(batch))
+            shared.flush()
+            marker.write_text(POINT_ID_SCHEME + "\n", encoding="utf-8")
+            if old_ids or rekeyed:
+                logger.warning(
+                    "Migrated %s: %d points to per-tenant point ids, %d access-key sets recomputed, in %.1f s (one-time).",
+                    shared.path,
+                    len(old_ids),
+                    sum(len(ids) for ids in rekeyed.values()),
+                    time.perf_counter() - started,
+                )
 
     def close(self) -> None:
         """
@@ -403,9 +472,11 @@ class QdrantEdgeDocumentStore:
             )
         if not document_ids:
             return
+        # An id may be a point in several tenants (ids are per tenant): match the stored id, not one point id.
+        engine_filter = convert_filters({"field": "id", "operator": "in", "value": document_ids})
         shared = self._shard_state()
         with shared.lock.write():
-            shared.shard.update(UpdateOperation.delete_points([point_id(one) for one in document_ids]))
+            shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
             shared.flush_if_due()
 
     def delete_all_documents(self, recreate_index: bool = False) -> None:
@@ -744,7 +815,7 @@ class QdrantEdgeDocumentStore:
                 embedding_norm=norm if self.similarity == "cosine" else None,
                 sparse_from_document=document.sparse_embedding is not None,
             )
-            identifier = point_id(document.id)
+            identifier = point_id(document.id, document.meta.get("tenant_id"))
             try:
                 point = Point(id=identifier, vector=vectors, payload=payload)
             except (TypeError, ValueError) as error:

@@ -3,8 +3,9 @@ Haystack filter dicts -> ``qdrant_edge.Filter``.
 
 Field names are Haystack's: ``id``, ``content`` and ``meta.<name>``. They map onto
 the point payload ``{"id", "content", "meta": {...}}`` (see ``converters``), so
-``meta.tenant_id`` is the payload path ``meta.tenant_id``; ``id`` conditions use
-the point ids themselves (``HasIdCondition``), which needs no payload lookup.
+``meta.tenant_id`` is the payload path ``meta.tenant_id``; ``id`` conditions match
+the payload ``id`` (indexed): point ids derive from tenant and id, so one Haystack id
+may be several points, one per tenant.
 
 Semantics, chosen to match Haystack's in-memory store wherever Qdrant can:
 
@@ -43,7 +44,7 @@ from qdrant_edge import (
     RangeFloat,
 )
 
-from components.document_stores.qdrant_edge.converters import ACCESS_KEYS_PATH, access_key, point_id
+from components.document_stores.qdrant_edge.converters import ACCESS_KEYS_PATH, access_key, project_audience
 from components.document_stores.qdrant_edge.errors import FilterError
 
 COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
@@ -184,11 +185,21 @@ def _audiences(item: Any) -> list[tuple[str, str]] | None:
             audiences += admitted
         return audiences
     if operator == "AND" and len(branches) == 2:
-        for scope, id_field in (("user", "meta.user_id"), ("project", "meta.project_id")):
-            for first, second in (branches, branches[::-1]):
-                audience_id = _comparison(second, id_field, "==")
-                if _comparison(first, "meta.scope", "==") == scope and isinstance(audience_id, str):
-                    return [(scope, audience_id)]
+        for first, second in (branches, branches[::-1]):
+            audience_id = _comparison(second, "meta.user_id", "==")
+            if _comparison(first, "meta.scope", "==") == "user" and isinstance(audience_id, str):
+                return [("user", audience_id)]
+    if operator == "AND" and len(branches) == 3:
+        # scope == "project" AND project_id == P AND user_id == U, in any order (the owner rule).
+        values = {}
+        for branch in branches:
+            for field in ("meta.scope", "meta.project_id", "meta.user_id"):
+                value = _comparison(branch, field, "==")
+                if isinstance(value, str) and field not in values:
+                    values[field] = value
+                    break
+        if len(values) == 3 and values["meta.scope"] == "project":
+            return [("project", project_audience(values["meta.project_id"], values["meta.user_id"]))]
     return None
 
 
@@ -260,12 +271,14 @@ def _id_condition(operator: str, value: Any, path: str) -> Condition:
     if operator in ("==", "!="):
         if not isinstance(value, str):
             raise FilterError(f"Filter on 'id' in {path} needs a string value, got {value!r}.")
-        condition = HasIdCondition(point_ids={point_id(value)})
+        condition = FieldCondition(key="id", match=MatchValue(value=value))
     elif operator in ("in", "not in"):
         _require_list(operator, "id", value, path)
         if not all(isinstance(one, str) for one in value):
             raise FilterError(f"Filter on 'id' in {path} needs a list of strings, got {value!r}.")
-        condition = HasIdCondition(point_ids={point_id(one) for one in value})
+        condition = (
+            FieldCondition(key="id", match=MatchAny(any=list(dict.fromkeys(value)))) if value else _match_nothing()
+        )
     else:
         raise FilterError(f"Operator {operator!r} cannot compare document ids in {path}; use ==, !=, in or not in.")
     return Filter(must_not=[condition]) if operator in ("!=", "not in") else condition

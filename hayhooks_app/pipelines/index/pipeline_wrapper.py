@@ -17,5 +17,7 @@ class PipelineWrapper(ServiceWrapper):
             headers,
             tenant_ids={document.tenant_id for document in request.documents},
             tags={tag for document in request.documents for tag in document.tags},
+            user_ids={document.user_id for document in request.documents if document.user_id},
+            public=any(document.scope == "public" for document in request.documents),
         )
         return self.container.index_documents(documents, key_id=key_id)

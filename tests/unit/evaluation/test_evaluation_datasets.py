@@ -126,7 +126,13 @@ class TestRequester:
         assert not requester.can_see({"tenant_id": "acme", "tags": ["finance"], "scope": "tenant"})
         assert requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "user", "user_id": "u1"})
         assert not requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "user", "user_id": "u2"})
-        assert requester.can_see({"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": "p1"})
+        assert requester.can_see(
+            {"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": "p1", "user_id": "u1"}
+        )
+        # Project documents are private to their owner within the project.
+        assert not requester.can_see(
+            {"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": "p1", "user_id": "u2"}
+        )
         assert not Requester("acme", ("hr",)).can_see(
             {"tenant_id": "acme", "tags": ["hr"], "scope": "project", "project_id": None}
         )

@@ -117,6 +117,9 @@ class TestQueryOllamaPipeline:
             and response["route_to"]["fallback"] is False
         )
         assert response["route_to"]["reason"].startswith("Low confidence")
+        # The hallucinated draft is replaced by a decline naming the owner (docs/contract.md "Routed answers").
+        assert "swimming pool" not in response["answer"] and "ungrounded_draft" not in response
+        assert "Please ask maria.lopez@acme.example, the owner of 'hr'." in response["answer"]
 
     def test_reply_without_citations_is_not_grounded_and_routes(self, make_service, ollama_target):
         double = ollama_target.require_double()
@@ -126,6 +129,7 @@ class TestQueryOllamaPipeline:
         assert response["confidence"]["overall"] >= 60  # well supported, but nothing is cited
         assert response["citations"] == [] and response["grounded"] is False and response["action"] == "ROUTE"
         assert response["route_to"]["reason"].startswith("Answer cites no context")
+        assert "27 days" not in response["answer"] and response["answer"].startswith(INSUFFICIENT_INFORMATION_ANSWER)
 
     def test_citations_outside_the_context_are_dropped(self, make_service, ollama_target):
         double = ollama_target.require_double()
@@ -151,7 +155,9 @@ class TestQueryOllamaPipeline:
         assert response["context_chunks_used"] == 0 and response["action"] == "ROUTE"
         assert response["route_to"]["fallback"] is True and response["citations"] == []
         double = ollama_target.require_double()
-        assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        assert response["answer"] == (
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. No documents you can access matched the question."
+        )
         assert double.chat_requests("rating") == []  # nothing to rate without context
 
     def test_generate_token_budget(self, make_service, ollama_target):

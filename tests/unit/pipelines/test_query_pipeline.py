@@ -115,14 +115,19 @@ class TestQueryPipeline:
                 "user_tags": ["hr", "all-staff", "finance"],
             }
         )
-        assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        # A routed answer is a decline naming whom to ask (docs/contract.md "Routed answers").
+        assert response["answer"].startswith(INSUFFICIENT_INFORMATION_ANSWER)
+        assert f"Please ask {response['route_to']['owner_email']}" in response["answer"]
         assert response["action"] == "ROUTE" and response["grounded"] is False and response["citations"] == []
         assert response["route_to"]["reason"]
 
     def test_generate_no_context(self, service):
         response = service.rag({"query": LEAVE_QUESTION, "tenant_id": "acme", "user_tags": ["tag-nobody-has"]})
         assert response["context_chunks_used"] == 0 and response["context_tokens_used"] == 0
-        assert response["answer"] == INSUFFICIENT_INFORMATION_ANSWER and response["action"] == "ROUTE"
+        assert response["answer"] == (
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. No documents you can access matched the question."
+        )
+        assert response["action"] == "ROUTE"
         assert response["route_to"] == {
             "tag": "system",
             "owner_user_id": None,
@@ -242,11 +247,17 @@ class TestQueryPipeline:
         assert "acme-onboarding-priya" not in documents(as_other) and "acme-onboarding-priya" in documents(as_priya)
         atlas = "When is Project Atlas general availability planned?"
         without = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "k": 10})
-        within = service.search(
-            {"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas", "k": 10}
-        )
+        # Project documents are private to their owner within the project (docs/contract.md "Access rule").
+        within = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
+                                 "user_id": "u-acme-sven", "k": 10})  # fmt: skip
+        other_member = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
+                                       "user_id": "u-acme-other", "k": 10})  # fmt: skip
         assert not any(r["document_id"] == "acme-atlas-design" for r in without["results"])
+        assert not any(r["document_id"] == "acme-atlas-design" for r in other_member["results"])
         assert within["results"][0]["document_id"] == "acme-atlas-design"
+        only_project = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
+                                       "user_id": "u-acme-sven", "scope": "project", "k": 10})  # fmt: skip
+        assert {r["document_id"] for r in only_project["results"]} == {"acme-atlas-design"}
 
     def test_tainted_excluded_unless_asked(self, service):
         request = {"query": "How long is the quarantine procedure for returned XR-9 grippers?", **ACME_HR, "k": 3}

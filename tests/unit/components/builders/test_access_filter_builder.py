@@ -33,8 +33,12 @@ class TestAccessFilterBuilder:
         filters = AccessFilterBuilder().run(
             tenant_id="acme", user_tags=["hr"], filters={"verified_only": True, "exclude_tainted": False}
         )["filters"]
-        assert {"field": "meta.verified", "operator": "==", "value": True} in filters["conditions"]
-        assert not any(c.get("field") == "meta.tainted" for c in filters["conditions"])
+        # Both branches (own tenant, public) carry the option.
+        assert all(
+            {"field": "meta.verified", "operator": "==", "value": True} in b["conditions"]
+            for b in filters["conditions"]
+        )
+        assert not any(c.get("field") == "meta.tainted" for b in filters["conditions"] for c in b["conditions"])
 
     @pytest.mark.parametrize(
         "smuggled",

@@ -65,8 +65,23 @@ class TestDocumentChangeDetector:
         result = DocumentChangeDetector(document_store=store).run(documents=[source("doc")], force=True)
         assert result["plan"][0]["status"] == "pending" and len(result["documents"]) == 1
 
-    def test_run_document_id_of_another_tenant_is_an_error(self, store):
+    def test_run_document_id_of_another_tenant_is_a_new_document(self, store):
+        # Ids are per tenant on the Edge store (docs/contract.md "Document ids"): globex's copy is not looked at.
         store.write_documents([stored_chunk("shared-id", 0, tenant_id="globex")])
-        result = DocumentChangeDetector(document_store=store).run(documents=[source("shared-id")], force=True)
+        result = DocumentChangeDetector(document_store=store).run(documents=[source("shared-id")])
+        assert result["plan"][0]["status"] == "pending" and result["plan"][0].get("error") is None
+        assert len(result["documents"]) == 1
+
+    def test_run_store_with_global_ids_refuses_another_tenants_id(self, store):
+        class GlobalIds:
+            """A store whose chunk ids collide across tenants, like qdrant-haystack's."""
+
+            ids_per_tenant = False
+
+            def __getattr__(self, name):
+                return getattr(store, name)
+
+        store.write_documents([stored_chunk("shared-id", 0, tenant_id="globex")])
+        result = DocumentChangeDetector(document_store=GlobalIds()).run(documents=[source("shared-id")], force=True)
         assert result["plan"][0]["status"] == "error" and "another tenant" in result["plan"][0]["error"]
         assert result["documents"] == []

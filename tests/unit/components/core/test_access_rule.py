@@ -13,7 +13,7 @@ def _corpus() -> list[Document]:
     documents = []
     combos = itertools.product(
         ["acme", "globex"],
-        ["tenant", "user", "project"],
+        ["tenant", "user", "project", "public"],
         [None, "u1", "u2"],
         [None, "p1", "p2"],
         [["hr"], ["eng"], ["hr", "eng"], ["fin"]],
@@ -45,6 +45,12 @@ REQUESTS = [
     AccessRule("globex", ("fin", "hr"), user_id="u2", project_id="p1", verified_only=True),
     AccessRule("acme", ("hr",), user_id="u1", project_id="p1", exclude_tainted=False),
     AccessRule("acme", ("nobody-has-this",)),
+    # The query scope keeps one branch (docs/contract.md "Access rule").
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="project"),
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="user"),
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="tenant"),
+    AccessRule("globex", ("fin",), user_id="u2", scope="public", verified_only=True),
+    AccessRule("acme", ("hr",), scope="user"),  # no user: the narrowing leaves nothing
 ]
 
 
@@ -59,7 +65,7 @@ class TestAccessRule:
     def test_tags_sorted_and_deduplicated(self):
         assert AccessRule("acme", ("b", "a", "b")).user_tags == ("a", "b")
 
-    def test_options_only_the_two_booleans(self):
+    def test_options_only_the_booleans_and_scope(self):
         rule = AccessRule.from_request("acme", ["hr"], options={"verified_only": True})
         assert rule.verified_only and rule.exclude_tainted
         with pytest.raises(ValueError, match="Unsupported filter option"):
@@ -69,27 +75,41 @@ class TestAccessRule:
 
     def test_filter_shape(self):
         filters = AccessRule("acme", ("hr",), user_id="u1").to_filters()
-        assert filters["operator"] == "AND"
-        assert filters["conditions"][0] == {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
-        assert filters["conditions"][1] == {"field": "meta.tags", "operator": "in", "value": ["hr"]}
-        assert filters["conditions"][-1] == {"field": "meta.tainted", "operator": "!=", "value": True}
+        # The tenant branch OR the public branch, each carrying the flag conditions.
+        assert filters["operator"] == "OR"
+        tenant_branch, public_branch = filters["conditions"]
+        assert tenant_branch["operator"] == "AND"
+        assert tenant_branch["conditions"][0] == {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
+        assert tenant_branch["conditions"][1] == {"field": "meta.tags", "operator": "in", "value": ["hr"]}
+        assert tenant_branch["conditions"][-1] == {"field": "meta.tainted", "operator": "!=", "value": True}
+        assert public_branch == {"operator": "AND", "conditions": [
+            {"field": "meta.scope", "operator": "==", "value": "public"}, {"field": "meta.tainted", "operator": "!=", "value": True},
+        ]}  # fmt: skip
+
+    def test_scope_narrows_and_is_checked(self):
+        only_public = AccessRule("acme", ("hr",), scope="public").to_filters()
+        assert only_public["conditions"][0] == {"field": "meta.scope", "operator": "==", "value": "public"}
+        assert AccessRule.from_request("acme", ["hr"], options={"scope": "tenant"}).scope == "tenant"
+        with pytest.raises(ValueError, match="scope must be one of"):
+            AccessRule("acme", ("hr",), scope="everything")
 
     @pytest.mark.parametrize("rule", REQUESTS, ids=lambda rule: f"{rule.tenant_id}-{'-'.join(rule.user_tags)}")
     def test_allows_follows_the_rule(self, rule):
         for document in _corpus():
             meta = document.meta
-            expected = (
+            own_tenant = (
                 meta["tenant_id"] == rule.tenant_id
                 and bool(set(meta["tags"]) & set(rule.user_tags))
                 and (
                     meta["scope"] == "tenant"
                     or (meta["scope"] == "user" and rule.user_id is not None and meta.get("user_id") == rule.user_id)
-                    or (
-                        meta["scope"] == "project"
-                        and rule.project_id is not None
-                        and meta.get("project_id") == rule.project_id
-                    )
+                    or (meta["scope"] == "project" and rule.project_id is not None and meta.get("project_id") == rule.project_id
+                        and rule.user_id is not None and meta.get("user_id") == rule.user_id)
                 )
+            )  # fmt: skip
+            expected = (
+                (own_tenant or meta["scope"] == "public")
+                and (rule.scope is None or meta["scope"] == rule.scope)
                 and (not rule.verified_only or meta["verified"])
                 and (not rule.exclude_tainted or not meta["tainted"])
             )

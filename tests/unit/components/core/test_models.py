@@ -105,7 +105,7 @@ class TestResponses:
             generation_time_ms=0.1,
             grounded=False,
         )
-        dumped = response.model_dump(mode="json")
+        dumped = response.to_json()
         assert set(dumped) == {
             "answer",
             "confidence",
@@ -119,6 +119,9 @@ class TestResponses:
             "grounded",
         }
         assert RAGResponse.model_validate(dumped) == response
+        # The debug-only draft of a routed answer appears only when set, and apart from `answer`.
+        debug = response.model_copy(update={"ungrounded_draft": "draft"}).to_json()
+        assert set(debug) == set(dumped) | {"ungrounded_draft"} and debug["answer"] == INSUFFICIENT_INFORMATION_ANSWER
 
     def test_search_response_shape(self):
         response = SearchResponse(

@@ -65,6 +65,7 @@ class TestCitationExtractor:
             "relevance_score": 0.81,
             "snippet": "A" * 200 + "...",
             "snippet_full": "A" * 250,
+            "public": False,
         }
         assert second["source_id"] == "faq:0" and second["snippet"] == "Short chunk." and second["page_number"] is None
         assert second["section"] is None and out["unknown_source_ids"] == []

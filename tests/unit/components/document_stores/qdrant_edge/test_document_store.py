@@ -202,6 +202,7 @@ class TestQdrantEdgeDocumentStore:
             assert info["path"] == resolve_path(path)
             assert info["points"] == 0 and info["segments"] >= 1
             assert set(info["payload_indexes"]) == {
+                "id",
                 "meta.tenant_id",
                 "meta.tags",
                 "meta.document_id",
@@ -376,15 +377,23 @@ class TestQdrantEdgeDocumentStore:
         }
 
     def test_overwrite_never_crosses_tenants(self, store):
+        # Point ids derive from the tenant: globex's "handbook:0" is another document, acme's stays untouched.
         store.write_documents([chunk("handbook:0", "acme's handbook", unit(1, 0, 0, 0), tenant_id="acme")])
         intruder = chunk(
             "handbook:0", "globex's handbook", unit(0, 1, 0, 0), tenant_id="globex", document_id="handbook"
         )
-        with pytest.raises(TenantConflictError, match="'handbook:0' \\(stored for 'acme', written for 'globex'\\)"):
-            store.write_documents([intruder], policy=DuplicatePolicy.OVERWRITE)
+        assert store.write_documents([intruder], policy=DuplicatePolicy.OVERWRITE) == 1
+        assert store.replace_documents(
+            {"field": "meta.tenant_id", "operator": "==", "value": "globex"}, [intruder]
+        ) == (1, 1)
+        assert sorted(doc.content for doc in store.filter_documents()) == ["acme's handbook", "globex's handbook"]
+        # A document without a string tenant keeps the plain id; overwriting it with another tenant's is refused.
+        store.write_documents([chunk("legacy:0", "list tenant", unit(0, 0, 1, 0), tenant_id=["acme"])])
         with pytest.raises(TenantConflictError):
-            store.replace_documents({"field": "meta.tenant_id", "operator": "==", "value": "globex"}, [intruder])
-        assert [doc.content for doc in store.filter_documents()] == ["acme's handbook"]
+            store.write_documents(
+                [chunk("legacy:0", "other", unit(0, 0, 1, 0), tenant_id=["globex"])], policy=DuplicatePolicy.OVERWRITE
+            )
+        store.delete_by_filter({"field": "id", "operator": "==", "value": "legacy:0"})
         # The same tenant overwrites its own document as usual.
         mine = chunk("handbook:0", "acme's new handbook", unit(1, 0, 0, 0), tenant_id="acme")
         assert store.write_documents([mine], policy=DuplicatePolicy.OVERWRITE) == 1
@@ -677,7 +686,7 @@ class TestDeterministicOrder:
         # top_k + TIE_MARGIN, so the whole tie is fetched and ordered by point id.
         ids = [f"tie-{letter}:0" for letter in "qwerty"]
         store.write_documents([chunk(doc_id, "identical refund policy text", unit(1, 0, 0, 0)) for doc_id in ids])
-        by_point_id = sorted(ids, key=lambda doc_id: str(point_id(doc_id)))
+        by_point_id = sorted(ids, key=lambda doc_id: str(point_id(doc_id, "acme")))
         assert [d.id for d in store.embedding_retrieval(unit(1, 0, 0, 0), top_k=4)] == by_point_id[:4]
         assert [d.id for d in store.bm25_retrieval("refund policy", top_k=4)] == by_point_id[:4]
 
@@ -692,7 +701,9 @@ class TestDeterministicOrder:
         )
         results = store.hybrid_retrieval("refund", unit(1, 0, 0, 0), top_k=2)
         assert results[0].score == pytest.approx(results[1].score)
-        assert [d.id for d in results] == sorted(["rrf-a:0", "rrf-b:0"], key=lambda doc_id: str(point_id(doc_id)))
+        assert [d.id for d in results] == sorted(
+            ["rrf-a:0", "rrf-b:0"], key=lambda doc_id: str(point_id(doc_id, "acme"))
+        )
 
     def test_replace_deletes_the_old_version_before_writing_the_new(self, store):
         store.write_documents(

@@ -2,10 +2,9 @@
 
 import pytest
 from haystack import Document
-from qdrant_edge import Filter, HasIdCondition
+from qdrant_edge import FieldCondition, Filter
 
 from components.document_stores.qdrant_edge import FilterError, QdrantEdgeDocumentStore
-from components.document_stores.qdrant_edge.converters import point_id
 from components.document_stores.qdrant_edge.filters import convert_filters
 
 
@@ -18,11 +17,12 @@ class TestConvertFilters:
     def test_comparison_is_wrapped_in_a_filter(self):
         assert isinstance(convert_filters({"field": "meta.tenant_id", "operator": "==", "value": "acme"}), Filter)
 
-    def test_id_uses_point_ids(self):
+    def test_id_matches_the_stored_id(self):
+        # Point ids derive from tenant and id, so `id` matches the payload id (docs/contract.md "Document ids").
         converted = convert_filters({"field": "id", "operator": "in", "value": ["doc-1:0", "doc-1:1"]})
         condition = converted.must[0]
-        assert isinstance(condition, HasIdCondition)
-        assert condition.point_ids == {point_id("doc-1:0"), point_id("doc-1:1")}
+        assert isinstance(condition, FieldCondition) and condition.key == "id"
+        assert list(condition.match.value) == ["doc-1:0", "doc-1:1"]
 
     @pytest.mark.parametrize(
         ("filters", "message"),
@@ -95,7 +95,16 @@ def filled_store(tmp_path_factory):
                 flag=False,
                 day="2024-03-01T12:00:00",
             ),
-            doc("c", tenant_id="acme", tags=["it", "hr"], scope="project", project_id="p1", n=2.5, day="2023-12-31"),
+            doc(
+                "c",
+                tenant_id="acme",
+                tags=["it", "hr"],
+                scope="project",
+                project_id="p1",
+                user_id="u1",
+                n=2.5,
+                day="2023-12-31",
+            ),
             doc("d", tenant_id="globex", tags=["hr"], scope="tenant", n=-1),
             doc("e", tenant_id="acme", tags=[], scope="user", user_id="u2"),
         ]
@@ -184,6 +193,7 @@ class TestFilterSemantics:
                             "conditions": [
                                 {"field": "meta.scope", "operator": "==", "value": "project"},
                                 {"field": "meta.project_id", "operator": "==", "value": project_id},
+                                {"field": "meta.user_id", "operator": "==", "value": user_id},
                             ],
                         },
                     ],
@@ -197,17 +207,27 @@ class TestFilterSemantics:
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from qdrant_edge import FieldCondition, ScrollRequest  # noqa: E402
+from qdrant_edge import ScrollRequest  # noqa: E402
 
 from components.document_stores.qdrant_edge.converters import ACCESS_KEYS_PATH  # noqa: E402
 
 
 def access_rule(tenant, tags, branches, extra=(), order=None) -> dict:
-    """The access rule as components.core.access_rule builds it, with branches as ("tenant",) / ("user", id) / ..."""
+    """
+    The tenant branch of the access rule as components.core.access_rule builds it, with branches as ("tenant",) /
+    ("user", id) / ("project", id) (owned by "u1": project chunks are private to their owner) / ... "reversed".
+    """
     scope_branches = []
     for branch in branches:
         if branch[0] == "tenant":
             scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
+        elif branch[0] == "project":
+            triple = [
+                {"field": "meta.scope", "operator": "==", "value": "project"},
+                {"field": "meta.project_id", "operator": "==", "value": branch[1]},
+                {"field": "meta.user_id", "operator": "==", "value": "u1"},
+            ]
+            scope_branches.append({"operator": "AND", "conditions": triple if len(branch) == 2 else triple[::-1]})
         else:
             pair = [
                 {"field": "meta.scope", "operator": "==", "value": branch[0]},

@@ -1,0 +1,81 @@
+"""
+Delete means gone (docs/contract.md "Deletion"): what deleting a tenant or a user removes, in one
+place for the REST API (``/delete_tenant/run``) and the CLI (``sourcebound delete``).
+
+* tenant: its chunks, its query-log rows and index events (one ``delete_tenant`` tombstone with
+  counts stays), its tag owners, its API keys;
+* user: the user's private documents (``user`` and ``project`` scope owned by the user), the
+  user's query-log rows and the user keys bound to the user (a ``delete_user`` tombstone with
+  counts stays).
+
+Each returns a report of what it removed (``{"chunks": n, "query_log_rows": n, ...}``).
+
+Usage:
+
+```python
+from hayhooks_app.erasure import erase_tenant
+
+report = erase_tenant(store, "acme", records=records, directory=directory, keys_file=keys_file)
+report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners': 4, 'api_keys': 2}
+```
+"""
+
+from pathlib import Path
+from typing import Any
+
+from components.services import document_lifecycle
+from hayhooks_app import cli_keys
+from hayhooks_app.records import RecordStore
+
+
+def erase_tenant(
+    store: Any,
+    tenant_id: str,
+    *,
+    records: RecordStore,
+    directory: Any | None,
+    keys_file: Path | None,
+    key_id: str | None = None,
+) -> dict[str, int]:
+    """
+    Remove everything of a tenant.
+
+    :param store: The document store.
+    :param tenant_id: The tenant.
+    :param records: The records database (query log, index events).
+    :param directory: The tag directory (``TagDirectory``), or ``None`` when the deployment has none.
+    :param keys_file: The API keys file, or ``None``.
+    :param key_id: The key that asked (kept in the tombstone).
+    :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``, ``api_keys``.
+    :raises LifecycleError: If ``tenant_id`` is blank.
+    """
+    report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
+    report["tag_owners"] = directory.remove_tenant(tenant_id) if directory is not None else 0
+    report["api_keys"] = cli_keys.revoke_where(keys_file, tenant_id) if keys_file is not None else 0
+    report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
+    return report
+
+
+def erase_user(
+    store: Any,
+    user_id: str,
+    tenant_id: str | None = None,
+    *,
+    records: RecordStore,
+    keys_file: Path | None,
+) -> dict[str, int]:
+    """
+    Remove a user's private documents, query-log rows and user keys, in one tenant or (``None``) in all.
+
+    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys``.
+    :raises LifecycleError: If ``user_id`` is blank.
+    """
+    report = {"chunks": document_lifecycle.delete_user(store, user_id, tenant_id)}
+    keys = 0
+    if keys_file is not None and Path(keys_file).exists():
+        tenants = {record.tenant_id for record in cli_keys.list_keys(keys_file) if record.user_id == user_id}
+        for tenant in sorted(tenants if tenant_id is None else tenants & {tenant_id}):
+            keys += cli_keys.revoke_where(keys_file, tenant, user_id=user_id)
+    report["api_keys"] = keys
+    report.update(records.erase_user(user_id, tenant_id, counts=report))
+    return report
