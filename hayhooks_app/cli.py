@@ -305,7 +305,9 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def register_delete(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``delete --tenant T`` (everything of a tenant) and ``delete --user U [--tenant T]`` (a user's private data)."""
+    """
+    Add ``delete --tenant T`` (everything of a tenant) and ``delete --user U [--tenant T]`` (a user's private data).
+    """
     parser = subparsers.add_parser(
         "delete", parents=[_common_options()], help="delete everything of a tenant, or a user's private data"
     )

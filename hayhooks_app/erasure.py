@@ -46,7 +46,8 @@ def erase_tenant(
     :param directory: The tag directory (``TagDirectory``), or ``None`` when the deployment has none.
     :param keys_file: The API keys file, or ``None``.
     :param key_id: The key that asked (kept in the tombstone).
-    :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``, ``api_keys``.
+    :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``,
+        ``api_keys``.
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}

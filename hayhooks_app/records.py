@@ -242,7 +242,8 @@ class RecordStore:
             }
             details = {**(counts or {}), **removed}
             self._connection.execute(
-                "INSERT INTO index_events (created_at, event, tenant_id, key_id, chunks, details) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO index_events (created_at, event, tenant_id, key_id, chunks, details) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     time.time(),
                     "delete_tenant",

@@ -79,7 +79,8 @@ class AnswerAssembler:
             raise ValueError(f"time_decimals must be a non-negative integer, got {time_decimals!r}.")
         if not isinstance(include_ungrounded_draft, bool):
             raise ValueError(
-                f"include_ungrounded_draft must be true or false (SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT), got {include_ungrounded_draft!r}."
+                "include_ungrounded_draft must be true or false (SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT), "
+                f"got {include_ungrounded_draft!r}."
             )
         self.time_decimals = time_decimals
         self.include_ungrounded_draft = include_ungrounded_draft

@@ -99,7 +99,8 @@ class AccessRule:
                 raise ValueError(f"{name} must be a boolean.")
         if self.scope is not None and self.scope not in QUERY_SCOPES:
             raise ValueError(
-                f"scope must be one of {', '.join(QUERY_SCOPES)} (or omitted for everything visible), got {self.scope!r}."
+                f"scope must be one of {', '.join(QUERY_SCOPES)} (or omitted for everything visible), "
+                f"got {self.scope!r}."
             )
 
     def _wants(self, scope: str) -> bool:

@@ -220,7 +220,8 @@ def access_meta_problems(meta: Mapping[str, Any]) -> list[str]:
             )
         elif scope != PUBLIC_SCOPE and str(meta["document_id"]).startswith(PUBLIC_ID_PREFIX):
             problems.append(
-                f"document_id {meta['document_id']!r}: ids starting with '{PUBLIC_ID_PREFIX}' are reserved for scope 'public'"
+                f"document_id {meta['document_id']!r}: "
+                f"ids starting with '{PUBLIC_ID_PREFIX}' are reserved for scope 'public'"
             )
     for flag in ("verified", "tainted"):
         if meta.get(flag) is not None and not isinstance(meta[flag], bool):

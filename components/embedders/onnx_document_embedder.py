@@ -8,9 +8,12 @@ text rather than to the longest of an arbitrary mix. See ``docs/embeddings.md``.
 """
 
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.embedders.onnx_embedding import OnnxSentenceEncoder, load_encoder, resolve_threads
@@ -44,6 +47,7 @@ class OnnxDocumentEmbedder:
         embedding_separator: str = "\n",
         threads: int | None = None,
         concurrent_batches: int = 1,
+        cache_size: int = 0,
     ) -> None:
         """
         :param model: A sentence-transformers model folder, or ``packaged:all-MiniLM-L6-v2`` (the packaged copy).
@@ -57,6 +61,9 @@ class OnnxDocumentEmbedder:
         :param concurrent_batches: Batches embedded at once (worker threads on the one shared session; each
             releases the interpreter). ``pipelines/indexing.yml`` uses 2, one per core of the target machine;
             unlike a second intra-op thread it needs no second session (~100 MB) and costs no extra CPU.
+        :param cache_size: Most texts whose vectors are kept (least recently used dropped first; 0: no cache). The
+            reading step of ``pipelines/query.yml`` embeds the sentences of every context chunk per request; a
+            sentence seen before is served from here (1.5 KB per text), so popular documents are embedded once.
         :raises ValueError: If a parameter has the wrong type or is out of range.
         """
         if not isinstance(model, str) or not model:
@@ -79,6 +86,8 @@ class OnnxDocumentEmbedder:
             or not 1 <= concurrent_batches <= 64
         ):
             raise ValueError(f"concurrent_batches must be a whole number from 1 to 64, got {concurrent_batches!r}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size must be a whole number >= 0 (0: no cache), got {cache_size!r}")
         self.model = model
         self.batch_size = batch_size
         self.concurrent_batches = concurrent_batches
@@ -87,7 +96,11 @@ class OnnxDocumentEmbedder:
         self.meta_fields_to_embed = list(meta_fields_to_embed or [])
         self.embedding_separator = embedding_separator
         self.threads = threads
+        self.cache_size = cache_size
         self._encoder: OnnxSentenceEncoder | None = None
+        # Text -> vector, least recently used first. Vectors depend only on the text, so a hit is exact.
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -101,6 +114,7 @@ class OnnxDocumentEmbedder:
             embedding_separator=self.embedding_separator,
             threads=self.threads,
             concurrent_batches=self.concurrent_batches,
+            cache_size=self.cache_size,
         )
 
     @classmethod
@@ -121,6 +135,25 @@ class OnnxDocumentEmbedder:
         meta = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key) is not None]
         return self.prefix + self.embedding_separator.join([*meta, document.content or ""]) + self.suffix
 
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self._encoder.encode(texts, batch_size=self.batch_size, concurrent_batches=self.concurrent_batches)
+
+    def _cached_encode(self, texts: list[str]) -> list[np.ndarray]:
+        """Embed only the texts the cache lacks (each once), then serve every text from the cache's vectors."""
+        with self._cache_lock:
+            found = {text: self._cache[text] for text in texts if text in self._cache}
+            for text in found:
+                self._cache.move_to_end(text)
+        missing = list(dict.fromkeys(text for text in texts if text not in found))
+        if missing:
+            found.update(zip(missing, self._encode(missing), strict=True))
+            with self._cache_lock:
+                for text in missing:
+                    self._cache[text] = found[text]
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [found[text] for text in texts]
+
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
@@ -137,7 +170,7 @@ class OnnxDocumentEmbedder:
         if self._encoder is None:
             self.warm_up()
         texts = [self._text(document) for document in documents]
-        vectors = self._encoder.encode(texts, batch_size=self.batch_size, concurrent_batches=self.concurrent_batches)
+        vectors = self._cached_encode(texts) if self.cache_size else self._encode(texts)
         return {
             "documents": [
                 replace(document, embedding=vector.tolist())

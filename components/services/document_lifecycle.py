@@ -139,7 +139,9 @@ def delete_tenant(store: DocumentStore, tenant_id: str) -> int:
 
 
 def user_documents_filter(user_id: str, tenant_id: str | None = None) -> dict[str, Any]:
-    """The chunks private to ``user_id``: ``user`` and ``project`` scope owned by the user (in ``tenant_id`` if given)."""
+    """
+    The chunks private to ``user_id``: ``user`` and ``project`` scope owned by the user (in ``tenant_id`` if given).
+    """
     conditions: list[dict[str, Any]] = [
         {"field": "meta.user_id", "operator": "==", "value": user_id},
         {"field": "meta.scope", "operator": "in", "value": ["user", "project"]},

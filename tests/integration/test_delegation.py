@@ -171,9 +171,16 @@ def server(tmp_path_factory):
     env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
     with ApiServer(data_dir, env=env) as running:
         documents = [
-            {"content": PRIVATE, "tenant_id": "acme", "tags": ["hr"], "document_id": "priya-notes", "scope": "user", "user_id": "u-acme-priya"},
+            {
+                "content": PRIVATE,
+                "tenant_id": "acme",
+                "tags": ["hr"],
+                "document_id": "priya-notes",
+                "scope": "user",
+                "user_id": "u-acme-priya",
+            },
             {"content": SHARED, "tenant_id": "acme", "tags": ["hr"], "document_id": "hr-meetings"},
-        ]  # fmt: skip
+        ]
         response = running.client.post("/index/run", json={"documents": documents}, headers=_bearer(keys["indexer"]))
         assert response.status_code == 200, response.text
         running.keys = keys

@@ -28,14 +28,38 @@ def rows(path, sql, *params):
 
 def documents_for(tenant):
     return [
-        {"content": f"{tenant} shared handbook: the office opens at eight.", "tenant_id": tenant, "tags": ["hr"], "document_id": "handbook"},
-        {"content": f"{tenant} private notes of alice: salary review in March.", "tenant_id": tenant, "tags": ["hr"],
-         "document_id": "alice-notes", "scope": "user", "user_id": "u-alice"},
-        {"content": f"{tenant} project plan of alice for atlas.", "tenant_id": tenant, "tags": ["hr"],
-         "document_id": "alice-atlas", "scope": "project", "user_id": "u-alice", "project_id": "atlas"},
-        {"content": f"{tenant} private notes of bob: dentist on Friday.", "tenant_id": tenant, "tags": ["hr"],
-         "document_id": "bob-notes", "scope": "user", "user_id": "u-bob"},
-    ]  # fmt: skip
+        {
+            "content": f"{tenant} shared handbook: the office opens at eight.",
+            "tenant_id": tenant,
+            "tags": ["hr"],
+            "document_id": "handbook",
+        },
+        {
+            "content": f"{tenant} private notes of alice: salary review in March.",
+            "tenant_id": tenant,
+            "tags": ["hr"],
+            "document_id": "alice-notes",
+            "scope": "user",
+            "user_id": "u-alice",
+        },
+        {
+            "content": f"{tenant} project plan of alice for atlas.",
+            "tenant_id": tenant,
+            "tags": ["hr"],
+            "document_id": "alice-atlas",
+            "scope": "project",
+            "user_id": "u-alice",
+            "project_id": "atlas",
+        },
+        {
+            "content": f"{tenant} private notes of bob: dentist on Friday.",
+            "tenant_id": tenant,
+            "tags": ["hr"],
+            "document_id": "bob-notes",
+            "scope": "user",
+            "user_id": "u-bob",
+        },
+    ]
 
 
 def chunks_of(store_path, **meta):
@@ -101,7 +125,8 @@ class TestTenantDelete:
         assert rows(records, "SELECT count(*) FROM query_log WHERE query_text LIKE '%merger%'") == [(0,)]
         events = rows(
             records,
-            "SELECT event, document_ids, reason, cascade_id, chunks, details FROM index_events WHERE tenant_id = 'acme'",
+            "SELECT event, document_ids, reason, cascade_id, chunks, details FROM index_events "
+            "WHERE tenant_id = 'acme'",
         )
         assert len(events) == 1
         event, document_ids, reason, cascade_id, chunks, details = events[0]
@@ -177,8 +202,17 @@ class TestEraseFunctions:
 
         store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
         meta = {"tags": ["hr"], "scope": "user", "user_id": "u-x"}
-        store.write_documents([Document(id=f"n:{i}", content=f"note {i}", meta={**meta, "tenant_id": t, "document_id": "n"}, embedding=[1, 0, 0, 0])
-                               for i, t in enumerate(("a", "b"))])  # fmt: skip
+        store.write_documents(
+            [
+                Document(
+                    id=f"n:{i}",
+                    content=f"note {i}",
+                    meta={**meta, "tenant_id": t, "document_id": "n"},
+                    embedding=[1, 0, 0, 0],
+                )
+                for i, t in enumerate(("a", "b"))
+            ]
+        )
         records = RecordStore(tmp_path / "records.sqlite")
         records.log_query(endpoint="search", query="q", latency_ms=1, tenant_id="a", user_id="u-x")
         assert erase_user(store, "u-x", records=records, keys_file=tmp_path / "none.json") == {

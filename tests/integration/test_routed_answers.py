@@ -156,7 +156,8 @@ class TestChat:
         ollama.delay = 0.0
         instant = [streamed(server)[2] for _ in range(5)]
         print(
-            f"\nfirst-token latency of a routed stream: median {statistics.median(instant) * 1000:.0f} ms with an instant double, "
+            "\nfirst-token latency of a routed stream: "
+            f"median {statistics.median(instant) * 1000:.0f} ms with an instant double, "
             f"{statistics.median(latencies) * 1000:.0f} ms with 0.3 s per LLM call"
         )
 

@@ -68,9 +68,12 @@ class TestSameIdInTwoTenants:
         store.write_documents(
             [chunk("handbook:0", "globex's handbook", [0, 1, 0, 0], "globex")], policy=DuplicatePolicy.OVERWRITE
         )
-        assert sorted(d.content for d in store.filter_documents({"field": "id", "operator": "==", "value": "handbook:0"})) == [
-            "acme's handbook", "globex's handbook",
-        ]  # fmt: skip
+        assert sorted(
+            d.content for d in store.filter_documents({"field": "id", "operator": "==", "value": "handbook:0"})
+        ) == [
+            "acme's handbook",
+            "globex's handbook",
+        ]
         acme = {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
         assert [d.content for d in store.filter_documents(acme)] == ["acme's handbook"]
 
@@ -121,9 +124,13 @@ class TestMigration:
             patch.setattr(document_store_module.QdrantEdgeDocumentStore, "_migrate_point_ids", lambda self: None)
             old = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
             old.write_documents(
-                [chunk("handbook:0", "acme handbook zero", [1, 0, 0, 0], "acme"), chunk("handbook:1", "acme handbook one", [0.6, 0.8, 0, 0], "acme"),
-                 chunk("policy:0", "globex policy", [0, 0, 1, 0], "globex"), Document(id="plain", content="no tenant", embedding=[0, 0, 0, 1])]
-            )  # fmt: skip
+                [
+                    chunk("handbook:0", "acme handbook zero", [1, 0, 0, 0], "acme"),
+                    chunk("handbook:1", "acme handbook one", [0.6, 0.8, 0, 0], "acme"),
+                    chunk("policy:0", "globex policy", [0, 0, 1, 0], "globex"),
+                    Document(id="plain", content="no tenant", embedding=[0, 0, 0, 1]),
+                ]
+            )
             assert stored_point_ids(old)[("acme", "handbook:0")] == old_point_id("handbook:0")
             old.close()
         (tmp_path / "qdrant" / document_store_module.POINT_ID_SCHEME_FILE).unlink(missing_ok=True)

@@ -307,7 +307,8 @@ class QdrantEdgeDocumentStore:
             marker.write_text(POINT_ID_SCHEME + "\n", encoding="utf-8")
             if old_ids or rekeyed:
                 logger.warning(
-                    "Migrated %s: %d points to per-tenant point ids, %d access-key sets recomputed, in %.1f s (one-time).",
+                    "Migrated %s: %d points to per-tenant point ids, %d access-key sets recomputed, "
+                    "in %.1f s (one-time).",
                     shared.path,
                     len(old_ids),
                     sum(len(ids) for ids in rekeyed.values()),

@@ -156,7 +156,8 @@ class TestQueryOllamaPipeline:
         assert response["route_to"]["fallback"] is True and response["citations"] == []
         double = ollama_target.require_double()
         assert response["answer"] == (
-            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. No documents you can access matched the question."
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. "
+            "No documents you can access matched the question."
         )
         assert double.chat_requests("rating") == []  # nothing to rate without context
 

@@ -125,7 +125,8 @@ class TestQueryPipeline:
         response = service.rag({"query": LEAVE_QUESTION, "tenant_id": "acme", "user_tags": ["tag-nobody-has"]})
         assert response["context_chunks_used"] == 0 and response["context_tokens_used"] == 0
         assert response["answer"] == (
-            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. No documents you can access matched the question."
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@company.com. "
+            "No documents you can access matched the question."
         )
         assert response["action"] == "ROUTE"
         assert response["route_to"] == {
@@ -248,15 +249,40 @@ class TestQueryPipeline:
         atlas = "When is Project Atlas general availability planned?"
         without = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "k": 10})
         # Project documents are private to their owner within the project (docs/contract.md "Access rule").
-        within = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
-                                 "user_id": "u-acme-sven", "k": 10})  # fmt: skip
-        other_member = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
-                                       "user_id": "u-acme-other", "k": 10})  # fmt: skip
+        within = service.search(
+            {
+                "query": atlas,
+                "tenant_id": "acme",
+                "user_tags": ["engineering"],
+                "project_id": "atlas",
+                "user_id": "u-acme-sven",
+                "k": 10,
+            }
+        )
+        other_member = service.search(
+            {
+                "query": atlas,
+                "tenant_id": "acme",
+                "user_tags": ["engineering"],
+                "project_id": "atlas",
+                "user_id": "u-acme-other",
+                "k": 10,
+            }
+        )
         assert not any(r["document_id"] == "acme-atlas-design" for r in without["results"])
         assert not any(r["document_id"] == "acme-atlas-design" for r in other_member["results"])
         assert within["results"][0]["document_id"] == "acme-atlas-design"
-        only_project = service.search({"query": atlas, "tenant_id": "acme", "user_tags": ["engineering"], "project_id": "atlas",
-                                       "user_id": "u-acme-sven", "scope": "project", "k": 10})  # fmt: skip
+        only_project = service.search(
+            {
+                "query": atlas,
+                "tenant_id": "acme",
+                "user_tags": ["engineering"],
+                "project_id": "atlas",
+                "user_id": "u-acme-sven",
+                "scope": "project",
+                "k": 10,
+            }
+        )
         assert {r["document_id"] for r in only_project["results"]} == {"acme-atlas-design"}
 
     def test_tainted_excluded_unless_asked(self, service):

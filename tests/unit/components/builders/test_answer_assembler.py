@@ -114,7 +114,8 @@ class TestRoutedAnswerIsADecline:
             )
         )["response"]
         assert response["answer"] == (
-            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@acme.example. No documents you can access matched the question."
+            f"{INSUFFICIENT_INFORMATION_ANSWER} Please ask admin@acme.example. "
+            "No documents you can access matched the question."
         )
 
     def test_run_route_debug_setting_returns_the_draft_apart_from_the_answer(self):

@@ -82,9 +82,13 @@ class TestAccessRule:
         assert tenant_branch["conditions"][0] == {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
         assert tenant_branch["conditions"][1] == {"field": "meta.tags", "operator": "in", "value": ["hr"]}
         assert tenant_branch["conditions"][-1] == {"field": "meta.tainted", "operator": "!=", "value": True}
-        assert public_branch == {"operator": "AND", "conditions": [
-            {"field": "meta.scope", "operator": "==", "value": "public"}, {"field": "meta.tainted", "operator": "!=", "value": True},
-        ]}  # fmt: skip
+        assert public_branch == {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.scope", "operator": "==", "value": "public"},
+                {"field": "meta.tainted", "operator": "!=", "value": True},
+            ],
+        }
 
     def test_scope_narrows_and_is_checked(self):
         only_public = AccessRule("acme", ("hr",), scope="public").to_filters()
@@ -103,10 +107,15 @@ class TestAccessRule:
                 and (
                     meta["scope"] == "tenant"
                     or (meta["scope"] == "user" and rule.user_id is not None and meta.get("user_id") == rule.user_id)
-                    or (meta["scope"] == "project" and rule.project_id is not None and meta.get("project_id") == rule.project_id
-                        and rule.user_id is not None and meta.get("user_id") == rule.user_id)
+                    or (
+                        meta["scope"] == "project"
+                        and rule.project_id is not None
+                        and meta.get("project_id") == rule.project_id
+                        and rule.user_id is not None
+                        and meta.get("user_id") == rule.user_id
+                    )
                 )
-            )  # fmt: skip
+            )
             expected = (
                 (own_tenant or meta["scope"] == "public")
                 and (rule.scope is None or meta["scope"] == rule.scope)

@@ -33,6 +33,8 @@ class TestOnnxDocumentEmbedder:
             ({"embedding_separator": 1}, "embedding_separator"),
             ({"threads": 100}, "threads"),
             ({"concurrent_batches": 0}, "concurrent_batches"),
+            ({"cache_size": -1}, "cache_size"),
+            ({"cache_size": True}, "cache_size"),
         ):
             with pytest.raises(ValueError, match=message):
                 OnnxDocumentEmbedder(**kwargs)
@@ -50,6 +52,7 @@ class TestOnnxDocumentEmbedder:
                 "embedding_separator": "\n",
                 "threads": 2,
                 "concurrent_batches": 1,
+                "cache_size": 0,
             },
         }
 
@@ -99,6 +102,27 @@ class TestOnnxDocumentEmbedderModel:
         two = OnnxDocumentEmbedder(batch_size=1, concurrent_batches=2).run(documents=DOCUMENTS)["documents"]
         assert [d.id for d in two] == [d.id for d in DOCUMENTS]
         np.testing.assert_allclose([d.embedding for d in two], [d.embedding for d in one], atol=1e-6)
+
+    def test_run_with_cache_embeds_each_text_once_and_stays_bounded(self):
+        embedder = OnnxDocumentEmbedder(batch_size=4, cache_size=3)
+        embedder.warm_up()
+        encoded: list[list[str]] = []
+        real_encode = embedder._encoder.encode
+
+        def counting_encode(texts, **kwargs):
+            encoded.append(list(texts))
+            return real_encode(texts, **kwargs)
+
+        embedder._encoder = type("Spy", (), {"encode": staticmethod(counting_encode)})()
+        plain = OnnxDocumentEmbedder(batch_size=4).run(documents=DOCUMENTS)["documents"]
+        first = embedder.run(documents=DOCUMENTS[:2] + DOCUMENTS[:1])["documents"]
+        assert encoded == [[DOCUMENTS[0].content, DOCUMENTS[1].content]]  # the repeated text once
+        second = embedder.run(documents=DOCUMENTS[:2])["documents"]
+        assert len(encoded) == 1  # both served from the cache
+        np.testing.assert_allclose([d.embedding for d in second], [d.embedding for d in plain[:2]], atol=1e-6)
+        np.testing.assert_allclose(first[2].embedding, plain[0].embedding, atol=1e-6)
+        embedder.run(documents=DOCUMENTS[2:])
+        assert len(embedder._cache) == 3  # least recently used dropped
 
     def test_run_keeps_order_and_leaves_the_input_alone(self):
         embedded = OnnxDocumentEmbedder(batch_size=2).run(documents=DOCUMENTS)["documents"]

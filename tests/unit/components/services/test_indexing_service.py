@@ -220,10 +220,19 @@ class TestIndexingServiceValidation:
 class TestIndexingServiceIndexing:
     def test_index_texts_result_shape_and_meta(self, service):
         texts = [
-            {"content": sentences("expense", 30), "tenant_id": "acme", "tags": ["finance"], "document_id": "expenses",
-             "document_name": "Expense policy", "source_uri": "https://Help.Example.com/expenses/?utm_source=x",
-             "scope": "project", "project_id": "atlas", "user_id": "u-owner", "meta": {"language": "en", "artifact_id": "art-1"}},
-        ]  # fmt: skip
+            {
+                "content": sentences("expense", 30),
+                "tenant_id": "acme",
+                "tags": ["finance"],
+                "document_id": "expenses",
+                "document_name": "Expense policy",
+                "source_uri": "https://Help.Example.com/expenses/?utm_source=x",
+                "scope": "project",
+                "project_id": "atlas",
+                "user_id": "u-owner",
+                "meta": {"language": "en", "artifact_id": "art-1"},
+            },
+        ]
         result = service.index_texts(texts)
         [entry] = result["documents"]
         assert entry["status"] == "indexed" and entry["chunks"] >= 2 and entry["tokens"] > 0
