@@ -5,7 +5,7 @@ deployment on one port serves REST, the OpenAI-compatible route and MCP.
 
 | tool | wrapper | arguments |
 |---|---|---|
-| ``search_project_context`` | ``search`` (``POST /search/run``) | ``SearchRequest``: ``query``, ``k``, ... |
+| ``search_project_context`` | ``search`` (``POST /search/run``) | ``SearchRequestBody``: ``query``, ``k``, ... |
 | ``enrich_message`` | ``enrich`` (``POST /enrich/run``) | ``EnrichRequestBody``: ``message``, ``top_k``, ... |
 | ``ask_with_citations`` | ``rag`` (``POST /rag/run``) | ``RAGRequestBody``: ``query``, ``chat_history``, ... |
 
@@ -50,7 +50,7 @@ from starlette.routing import Mount, Route
 
 from hayhooks_app.config import service_version
 from hayhooks_app.errors import ApiError, describe_validation_errors
-from hayhooks_app.schemas import EnrichRequestBody, RAGRequestBody, SearchRequest, allowed_fields
+from hayhooks_app.schemas import EnrichRequestBody, RAGRequestBody, SearchRequestBody, allowed_fields
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="search_project_context",
         wrapper="search",
-        model=SearchRequest,
+        model=SearchRequestBody,
         description=(
             "Search the organisation's documents the caller may see (hybrid keyword + vector by default). Returns "
             "ranked chunks with their SourceId, document name, score and snippet, plus a context string in the "

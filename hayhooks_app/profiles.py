@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from components.core.access_fields import IDENTITY_FIELDS
 from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
@@ -61,7 +62,8 @@ RETRIEVERS = {
     ),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
-ACCESS_FIELDS = ("tenant_id", "tags", "document_id", "scope", "user_id", "project_id")
+# Payload indexes of the server collection: the access rule's fields and the document id.
+INDEXED_FIELDS = IDENTITY_FIELDS
 
 HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.
@@ -84,7 +86,7 @@ def server_store(edge_parameters: dict[str, Any]) -> dict[str, Any]:
             "sparse_idf": True,
             "recreate_index": False,
             "payload_fields_to_index": [
-                {"field_name": f"meta.{field}", "field_schema": "keyword"} for field in ACCESS_FIELDS
+                {"field_name": f"meta.{field}", "field_schema": "keyword"} for field in INDEXED_FIELDS
             ],
         },
     }

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from components.core import models as query_models
+from components.core.access_fields import IDENTITY_FIELDS
+from components.core.document_identity import PUBLIC_ID_PREFIX
 from components.core.models import MAX_CONTEXT_CHUNKS, MAX_HISTORY_MESSAGE_CHARS, MAX_HISTORY_MESSAGES, MAX_TAGS
 from hayhooks_app.config import Limits
 
@@ -26,9 +28,7 @@ LIMITS = Limits.from_env()
 
 DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9-]{1,128}$"
 # Reserved metadata a document's free-form `meta` may not set: access control and chunk identity.
-RESERVED_META_KEYS = frozenset(
-    {"tenant_id", "tags", "scope", "user_id", "project_id", "document_id", "chunk_index", "chunk_hash", "source_hash"}
-)
+RESERVED_META_KEYS = frozenset({*IDENTITY_FIELDS, "chunk_index", "chunk_hash", "source_hash"})
 
 
 def _no_control_characters(value: str) -> str:
@@ -81,13 +81,13 @@ class _ApiIdentityFields:
 # --- search and rag: the query side's models (components.core.models) with optional identity -----
 
 
-class SearchFilters(query_models.SearchFilters):
+class SearchFiltersBody(query_models.SearchFilters):
     """The query side's filters, with JSON booleans only (no ``"yes"`` for ``true``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class SearchRequest(_ApiIdentityFields, query_models.SearchRequest):
+class SearchRequestBody(_ApiIdentityFields, query_models.SearchRequest):
     """``POST /search/run``: retrieval only (``k`` defaults to the search pipeline's ``top_k``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -96,7 +96,7 @@ class SearchRequest(_ApiIdentityFields, query_models.SearchRequest):
         None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
     )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
-    filters: SearchFilters | None = None
+    filters: SearchFiltersBody | None = None
 
 
 class RAGRequestBody(_ApiIdentityFields, query_models.RAGRequest):
@@ -108,7 +108,7 @@ class RAGRequestBody(_ApiIdentityFields, query_models.RAGRequest):
         None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
     )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
-    filters: SearchFilters | None = None
+    filters: SearchFiltersBody | None = None
 
 
 class EnrichRequestBody(_ApiIdentityFields, query_models.EnrichRequest):
@@ -120,7 +120,7 @@ class EnrichRequestBody(_ApiIdentityFields, query_models.EnrichRequest):
         None, description="Tenant (required in trusted mode; must match the key in api_key mode)."
     )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
-    filters: SearchFilters | None = None
+    filters: SearchFiltersBody | None = None
 
 
 HistoryMessage = query_models.ChatMessage
@@ -166,6 +166,8 @@ class IndexDocumentIn(StrictModel):
             raise ValueError("scope 'user' needs user_id")
         if self.scope == "project" and not (self.project_id and self.user_id):
             raise ValueError("scope 'project' needs project_id and user_id (the owner)")
+        if self.scope == "public" and not (self.document_id or "").startswith(PUBLIC_ID_PREFIX):
+            raise ValueError(f"scope 'public' needs a document_id starting '{PUBLIC_ID_PREFIX}'")
         reserved = sorted(RESERVED_META_KEYS & set(self.meta or {}))
         if reserved:
             raise ValueError(f"meta may not set {', '.join(reserved)}; use the top-level fields")
@@ -363,7 +365,7 @@ FIELD_DESCRIPTIONS = {
 # Strict request models by route, checked before Hayhooks parses the body (it ignores unknown fields).
 REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "/index/run": IndexRequest,
-    "/search/run": SearchRequest,
+    "/search/run": SearchRequestBody,
     "/rag/run": RAGRequestBody,
     "/enrich/run": EnrichRequestBody,
     "/rag/enrich": EnrichRequestBody,
@@ -378,7 +380,7 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
 def allowed_fields(model: type[BaseModel]) -> dict[str, list[str]]:
     """Field names allowed at each location of a model, for 'unknown field' messages."""
     result: dict[str, list[str]] = {"": sorted(model.model_fields)}
-    nested = {"filters": SearchFilters}
+    nested = {"filters": SearchFiltersBody}
     for name, submodel in nested.items():
         if name in model.model_fields:
             result[name] = sorted(submodel.model_fields)

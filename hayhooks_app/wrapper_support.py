@@ -14,8 +14,8 @@ Usage (in ``pipelines/search/pipeline_wrapper.py``):
 class PipelineWrapper(ServiceWrapper):
     pipeline_kind = "search"
 
-    @takes(SearchRequest, returns=SearchResponse)
-    def run_api(self, request: SearchRequest, headers: Headers | None) -> dict:
+    @takes(SearchRequestBody, returns=SearchResponse)
+    def run_api(self, request: SearchRequestBody, headers: Headers | None) -> dict:
         '''Search the index.'''
         ...
 ```

@@ -45,6 +45,7 @@ from components.converters.docx_section_converter import DOCXSectionConverter
 from components.converters.html_section_converter import HTMLSectionConverter
 from components.converters.markdown_section_converter import MarkdownSectionConverter
 from components.converters.source_readers import convert_streams, stream_label
+from components.core.access_fields import IDENTITY_FIELDS
 from components.core.document_identity import (
     COMPUTED_META_FIELDS,
     IndexingValidationError,
@@ -65,7 +66,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_DOCUMENT_CHARS = 2_000_000
 # Identity fields are top-level fields of a request, never smuggled in through `meta`.
-IDENTITY_FIELDS = ("tenant_id", "tags", "scope", "user_id", "project_id", "document_id")
 TEXT_FIELDS = frozenset({*IDENTITY_FIELDS, "content", "document_name", "source_uri", "meta"})
 
 __all__ = ["IndexingError", "IndexingService", "IndexingValidationError"]

@@ -40,6 +40,9 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from qdrant_edge import SparseVector
 
+from components.core.access_fields import ACCESS_FIELDS as RULE_FIELDS
+from components.core.access_fields import ACCESS_FLAG_FIELDS
+
 # Fixed forever: changing it would orphan every stored point.
 UUID_NAMESPACE = uuid.UUID("5b0e2c1e-7d1f-4f0a-9f5e-2f3d8a61c0de")
 DENSE_VECTOR_NAME = "dense"
@@ -50,7 +53,8 @@ _UNIT_TOLERANCE = 1e-6
 
 
 ACCESS_KEYS_PATH = f"{STORE_PAYLOAD_KEY}.access"
-ACCESS_FIELDS = frozenset({"tenant_id", "tags", "scope", "user_id", "project_id", "tainted", "verified"})
+# Every field the access keys are computed from (docs/contract.md, "Access rule").
+ACCESS_FIELDS = frozenset((*RULE_FIELDS, *ACCESS_FLAG_FIELDS))
 
 
 def _strings(value: Any) -> list[str]:

@@ -3,15 +3,15 @@
 from starlette.datastructures import Headers
 
 from components.core.models import SearchResponse
-from hayhooks_app.schemas import SearchRequest
+from hayhooks_app.schemas import SearchRequestBody
 from hayhooks_app.wrapper_support import ServiceWrapper, takes
 
 
 class PipelineWrapper(ServiceWrapper):
     pipeline_kind = "search"
 
-    @takes(SearchRequest, returns=SearchResponse)
-    def run_api(self, request: SearchRequest, headers: Headers | None) -> dict:
+    @takes(SearchRequestBody, returns=SearchResponse)
+    def run_api(self, request: SearchRequestBody, headers: Headers | None) -> dict:
         """Search the documents the requester may see (vector, keyword or hybrid)."""
         identity = self.identify(headers, request)
         return self.container.search(request.model_dump(mode="json", exclude_none=True), identity)

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hayhooks_app import chat
 from hayhooks_app.config import Limits, Settings
 from hayhooks_app.errors import ApiError, describe_validation_errors, map_exception
-from hayhooks_app.schemas import ChatCompletionRequest, IndexRequest, SearchRequest
+from hayhooks_app.schemas import ChatCompletionRequest, IndexRequest, SearchRequestBody
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ class TestChatMapping:
 @pytest.mark.unit
 class TestRequestModels:
     def test_search_identity_fields_are_optional_for_api_key_mode(self):
-        assert SearchRequest.model_validate_json('{"query": "x"}').tenant_id is None
+        assert SearchRequestBody.model_validate_json('{"query": "x"}').tenant_id is None
 
     def test_index_meta_values(self):
         body = {
