@@ -1,5 +1,5 @@
 """
-``SentenceReader``: the embedded answer backend's reading step (docs/contract-reader.md).
+``SentenceReader``: the embedded answer backend's reading step (docs/reader.md).
 No LLM and no model of its own: it reads the query embedding computed by the
 pipeline's query embedder and the sentence embeddings computed by the pipeline's
 sentence embedder (same model settings), so the same context and query always give

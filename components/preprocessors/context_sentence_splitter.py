@@ -2,7 +2,7 @@
 ``ContextSentenceSplitter``: turns the budgeted context chunks into one ``Document``
 per sentence, so the query pipeline can embed every sentence in one batched call
 and :class:`components.generators.sentence_reader.SentenceReader` can pick the answer from them
-(docs/contract-reader.md, "Pipeline").
+(docs/reader.md, "Pipeline").
 
 Sentences are cut with :func:`components.core.text_analysis.split_sentences` (hard-wrapped
 lines joined; headings, list items and table rows are their own sentences). A

@@ -15,7 +15,7 @@ clamped to 0-100, where
   When the answerer is a reader that reports its ``evidence`` (the embedded
   default, :class:`components.generators.sentence_reader.SentenceReader`), coverage is instead
   the reader's ``support``: its calibrated 0-1 score that the context answers the
-  question, the same evidence it declined or answered on (docs/contract-reader.md,
+  question, the same evidence it declined or answered on (docs/reader.md,
   "Confidence"). A declined answer keeps its (below-boundary) support, so declines
   are ranked too; it still routes, since it cites nothing;
 * ``llm`` is the LLM's 0-100 support rating, when there is one.

@@ -97,7 +97,7 @@ class TestQueryPipeline:
         assert response["action"] == "CITE" and response["grounded"] is True and response["route_to"] is None
         assert "27 days" in response["answer"]
         assert response["model_used"] == "extractive" and response["confidence"]["llm_score"] is None
-        # Coverage is the reader's support (docs/contract-reader.md): an answer stands at or above the decline boundary.
+        # Coverage is the reader's support (docs/reader.md): an answer stands at or above the decline boundary.
         assert response["confidence"]["overall"] >= 60 and response["confidence"]["coverage_score"] >= 0.8
         assert 1 <= response["context_chunks_used"] <= 5 and response["context_tokens_used"] > 0
         stored = _store_ids(service)

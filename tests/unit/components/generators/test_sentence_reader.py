@@ -1,4 +1,4 @@
-"""SentenceReader: semantic + lexical sentence selection and the decline decision (docs/contract-reader.md).
+"""SentenceReader: semantic + lexical sentence selection and the decline decision (docs/reader.md).
 
 The unit tests use hand-made vectors; the integration tests run the served reading step of
 ``pipelines/query.yml`` (splitter -> sentence embedder -> reader, with the real embedding model and the
