@@ -1,5 +1,5 @@
 """
-``make bench`` = ``.venv/bin/python -m bench``: every figure of issue 7 in one run.
+``make bench`` = ``.venv/bin/python -m bench``: every figure of bench/README.md in one run.
 
 Phases (each can be skipped; see ``--help``):
 

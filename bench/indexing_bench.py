@@ -1,6 +1,6 @@
 """
 Indexing throughput: chunks/s end to end through ``pipelines/indexing.yml`` versus the bare
-embedder (the one pipelines/indexing.yml declares) on the same chunk texts (issue 3: target ratio >= 0.9).
+embedder (the one pipelines/indexing.yml declares) on the same chunk texts (target ratio >= 0.9, bench/README.md).
 
 The corpus is real text (the SQuAD sample's contexts and the project's specifications, as
 Markdown and plain-text files). Each round runs both on identical chunk texts:

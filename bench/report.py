@@ -17,7 +17,7 @@ import math
 import statistics
 from typing import Any
 
-# issue 7, "Targets (this 2-core machine)".
+# bench/README.md, "What each figure means" (Targets).
 TARGETS = {
     "search_p95_ms_100k": ("/search/run p95 at 100k chunks", "<=", 20.0, "ms"),
     "http_over_bare": ("HTTP / bare overhead ratio (/search p50)", "<=", 1.5, "x"),

@@ -38,7 +38,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     threads = resolve_threads(None)
-    # Haystack's per-component input copies were half of a /search request's CPU (README.md ("Performance")).
+    # Haystack's per-component input copies were half of a /search request's CPU (bench/README.md, "Profile").
     install_fast_input_copy()
 
     from hayhooks.server.app import run_app

@@ -1,5 +1,5 @@
 """
-``AccessFilterBuilder``: the server-side access filter of every retrieval (issue 4 §1).
+``AccessFilterBuilder``: the server-side access filter of every retrieval (docs/contract.md, "Access rule").
 
 It turns the request's identity (``tenant_id``, ``user_tags``, ``user_id``,
 ``project_id``) and its narrowing options (``verified_only``, ``exclude_tainted``

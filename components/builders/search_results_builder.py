@@ -1,6 +1,6 @@
 """
 ``SearchResultsBuilder``: the response of the retrieval-only search pipeline
-(issue 4 §12, the DATS ``/query`` shape).
+(docs/contract.md, "Response fields", ``SearchResponse``; the DATS ``/query`` shape).
 
 * ``results``: one entry per retrieved chunk, in rank order, with ``source_id``,
   ``document_id``, ``document_name``, ``chunk_index``, ``score`` (dense cosine

@@ -1,8 +1,8 @@
 """
 ``SourceIdPromptBuilder``: builds the chat messages for the answer backend with
-every context chunk labelled by its deterministic SourceId (issue 4 §4).
+every context chunk labelled by its deterministic SourceId (docs/contract.md, "Prompts").
 
-Each chunk is rendered with ``chunk_template``, by default the specification's::
+Each chunk is rendered with ``chunk_template``, by default the contract's::
 
     [SourceId: {document_id}:{chunk_index}]
     [Document: {document_name}]
@@ -11,7 +11,7 @@ Each chunk is rendered with ``chunk_template``, by default the specification's::
     {chunk_text}
     ---
 
-The chunks fill ``{context}`` of the system prompt (the specification's
+The chunks fill ``{context}`` of the system prompt (the contract's
 ``RAG_SYSTEM_PROMPT``: answer only from the context, cite the exact SourceId, or
 say "I don't have enough information ..."), the kept history fills
 ``{chat_history}``, and the query is the user message. All three templates are

@@ -1,9 +1,9 @@
 """
-``QueryClassifier``: FACTUAL, PROCEDURAL, CLARIFICATION or GREETING (issue 4 §9,
-specification v2 ``QUERY_CLASSIFIER_PROMPT``).
+``QueryClassifier``: FACTUAL, PROCEDURAL, CLARIFICATION or GREETING (the
+``QUERY_CLASSIFIER_PROMPT`` of docs/contract.md, "Prompts").
 
 Classification only shapes retrieval: every query still goes through retrieval
-(the specification removed the DIRECT path). A CLARIFICATION folds the last user
+(the contract has no DIRECT path; docs/contract.md, "Answers"). A CLARIFICATION folds the last user
 turn of the history into the retrieval query ("what about part-timers?" after
 "how many vacation days do employees get?" retrieves with both), so the
 follow-up finds the same documents; the prompt still carries the original query.
@@ -17,8 +17,8 @@ Backends:
   back with a pronoun (it, that, this, they, ...); a procedural query asks how to
   do something ("how do/can/should I", "how to", "steps", "procedure", ...);
   everything else is factual.
-* ``ollama``: the specification's prompt (the last two history messages are sent
-  before it, so CLARIFICATION can be judged). A reply naming no category is
+* ``ollama``: the classifier prompt of docs/contract.md, "Prompts" (the last two
+  history messages are sent before it, so CLARIFICATION can be judged). A reply naming no category is
   logged and the rules decide; connection failures raise the typed errors.
 """
 
@@ -117,7 +117,7 @@ class QueryClassifier:
         keep_alive: float | str | None = None,
     ) -> None:
         """
-        :param backend: ``rules`` (no LLM) or ``ollama`` (the specification's prompt).
+        :param backend: ``rules`` (no LLM) or ``ollama`` (the classifier prompt of docs/contract.md, "Prompts").
         :param model: Default Ollama model (``ollama`` backend).
         :param url: Ollama's base URL (``ollama`` backend).
         :param timeout: Seconds before the classification request times out.

@@ -1,5 +1,5 @@
 """
-The access rule (issue 4 §1), in one place, in its two forms:
+The access rule (docs/contract.md, "Access rule"), in one place, in its two forms:
 
 * :meth:`AccessRule.to_filters` — the Haystack filter ANDed into every retrieval;
 * :meth:`AccessRule.allows` — the same rule checked on a retrieved document

@@ -62,7 +62,7 @@ _DOCUMENT_ID_RE = re.compile(rf"^{DOCUMENT_ID_PATTERN}$")
 MAX_DOCUMENT_ID_CHARS = 128
 MAX_IDENTIFIER_CHARS = 256
 
-# The flat chunk meta of the data model (CONTRACT.md), in a stable order.
+# The flat chunk meta (docs/contract.md, "Documents, chunks and SourceIds"), in a stable order.
 SOURCE_META_FIELDS = (
     "tenant_id",
     "tags",

@@ -1,5 +1,5 @@
 """
-The RAG service's exception hierarchy (specification v2, "Error Handling").
+The RAG service's exception hierarchy (docs/contract.md, "Errors").
 
 Components raise these typed errors; they never map them to HTTP codes. The API
 layer does that (400 not allowed, 413 budget, 503 unavailable/connection,

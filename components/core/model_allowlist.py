@@ -1,6 +1,6 @@
 """
-The model allowlist (specification v2, "Model Validation"), shared by the token
-budgeter and the Ollama components.
+The model allowlist (docs/contract.md, "Token budget" and "Errors"), shared by the
+token budgeter and the Ollama components.
 
 Each entry gives the model's context window and its maximum response size. The
 pipelines repeat the table in YAML (``models:``), where a deployment extends it.
@@ -64,7 +64,7 @@ def resolve_model(model: str, models: Mapping[str, Mapping[str, int]]) -> tuple[
 
 def allowlist_with_default(default_model: str, models: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
     """
-    The checked allowlist (the specification's table when ``models`` is ``None``), which must allow ``default_model``.
+    The checked allowlist (``DEFAULT_MODEL_ALLOWLIST`` when ``models`` is ``None``), which must allow ``default_model``.
 
     :raises ValueError: If the table is malformed (see :func:`validate_allowlist`).
     :raises ModelNotAllowedError: If ``default_model`` is not in it.

@@ -1,6 +1,6 @@
 """
-Request and response models of the query side (specification v2 "Data Models",
-issue 4 §11 and §12), as pydantic v2 models.
+Request and response models of the query side (docs/contract.md, "Response fields";
+the requests in docs/api.md), as pydantic v2 models.
 
 Requests forbid unknown fields: a body that tries to smuggle filters or any
 other parameter is rejected (``pydantic.ValidationError``, a 422 at the API)
@@ -55,7 +55,7 @@ Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_CHARS)
 
 
 class QueryType(str, Enum):
-    """Query categories of the specification's QUERY_CLASSIFIER_PROMPT."""
+    """Query categories of QUERY_CLASSIFIER_PROMPT (docs/contract.md, "Prompts")."""
 
     FACTUAL = "FACTUAL"
     PROCEDURAL = "PROCEDURAL"
@@ -158,7 +158,7 @@ class RAGRequest(_IdentityRequest):
 
 
 class SearchRequest(_IdentityRequest):
-    """Input for retrieval-only search (DATS ``/query`` shape, issue 4 §12)."""
+    """Input for retrieval-only search (DATS ``/query`` shape; docs/api.md, ``POST /search/run``)."""
 
     k: int | None = Field(default=None, ge=1, le=MAX_SEARCH_K)
     search_mode: SearchMode = SearchMode.HYBRID

@@ -1,10 +1,10 @@
 """
-The specification's prompt templates (RAG Service Specification v2, "Prompt Templates"),
-verbatim, as the defaults of the components that use them.
+The contract's prompt templates (docs/contract.md, "Prompts"), as the defaults of the
+components that use them.
 
 The pipelines set them again in YAML (``pipelines/query*.yml``) so they can be edited
-without code. Templates use Python ``str.format`` fields exactly as the specification
-writes them: ``{context}``, ``{chat_history}``, ``{query}``, ``{answer}``,
+without code. Templates use Python ``str.format`` fields:
+``{context}``, ``{chat_history}``, ``{query}``, ``{answer}``,
 ``{context_summary}`` and, for a context chunk, ``{source_id}``, ``{document_name}``,
 ``{page_number}``, ``{section}``, ``{content}``.
 """
@@ -130,7 +130,7 @@ def rag_template_parameters(owner: Any) -> dict[str, str]:
 
 
 def format_chunk(document, chunk_template: str = CONTEXT_CHUNK_TEMPLATE, none_value: str = "N/A") -> str:
-    """One context chunk in the specification's SourceId format."""
+    """One context chunk in the contract's SourceId format (docs/contract.md, "Prompts")."""
     return chunk_template.format(**chunk_fields(document, none_value))
 
 
@@ -142,5 +142,5 @@ def render_context(
 
 
 def render_history(messages) -> str:
-    """Chat history as the specification formats it: one ``role: content`` line per message."""
+    """Chat history as the prompts take it (docs/contract.md, "Prompts"): one ``role: content`` line per message."""
     return "\n".join(f"{message['role']}: {message['content']}" for message in messages)

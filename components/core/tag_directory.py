@@ -1,6 +1,6 @@
 """
-The tag-owner directory (specification v2 "Tag Owner Lookup"): a SQLite file
-with the specification's two tables,
+The tag-owner directory (docs/contract.md, "Confidence and routing"): a SQLite file
+with two tables,
 
 ```sql
 users (id TEXT PRIMARY KEY, email TEXT NOT NULL)

@@ -1,8 +1,8 @@
 """
 Text helpers shared by the query components, so each rule lives in one place:
 
-* SourceIds: the specification's citation regex, formatting a chunk's SourceId,
-  stripping markers from an answer.
+* SourceIds: the citation regex (docs/contract.md, "Documents, chunks and SourceIds"),
+  formatting a chunk's SourceId, stripping markers from an answer.
 * Words: a lower-cased word tokenizer with a light, deterministic suffix
   normaliser (``policies`` -> ``policy``, ``days`` -> ``day``) and an English
   stopword list (with question fillers such as "name" and "called"). No model, no randomness: the same text always
@@ -104,7 +104,7 @@ def source_url_of(document: Document) -> str | None:
 
 
 def chunk_fields(document: Document, none_value: str = "N/A") -> dict[str, Any]:
-    """The fields of the specification's context-chunk format for one document."""
+    """The fields of the context-chunk format (docs/contract.md, "Prompts") for one document."""
     meta = document.meta or {}
     page, section = meta.get("page_number"), meta.get("section")
     return {

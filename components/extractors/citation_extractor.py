@@ -1,8 +1,8 @@
 """
-``CitationExtractor``: deterministic citations from SourceIds (issue 4 §6,
-specification v2 "Citation Mapping").
+``CitationExtractor``: deterministic citations from SourceIds (docs/contract.md,
+"Answers").
 
-* The answer is scanned with the specification's regex
+* The answer is scanned with the SourceId regex of docs/contract.md, "Documents, chunks and SourceIds":
   ``\\[SourceId:\\s*([a-zA-Z0-9-]+:\\d+)\\]``.
 * A SourceId maps only to a chunk that was in the context; anything else
   (hallucinated, or a chunk the requester never saw) is dropped and logged as a

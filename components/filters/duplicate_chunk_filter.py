@@ -1,5 +1,5 @@
 """
-``DuplicateChunkFilter``: drops near-duplicate chunks (issue 4 §2).
+``DuplicateChunkFilter``: drops near-duplicate chunks (docs/contract.md, "Retrieval quality controls").
 
 Similarity is the Jaccard index of the chunks' word 3-shingles (lower-cased
 word triples, see :mod:`components.core.text_analysis`). It is exact on identical

@@ -1,7 +1,7 @@
 """
 ``PerDocumentLimiter``: at most ``max_chunks_per_doc`` chunks per source document,
-then the top ``top_k`` overall (issue 4 §2, ``RAG_MAX_CHUNKS_PER_DOC`` and
-``RAG_TOTAL_CONTEXT_CHUNKS``). Rank order is kept, so each document keeps its
+then the top ``top_k`` overall (docs/contract.md, "Retrieval quality controls":
+``RAG_MAX_CHUNKS_PER_DOC`` and ``RAG_TOTAL_CONTEXT_CHUNKS``). Rank order is kept, so each document keeps its
 best-ranked chunks.
 """
 

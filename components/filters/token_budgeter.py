@@ -1,6 +1,6 @@
 """
-``TokenBudgeter``: explicit token budgets per model (issue 4 §3, specification v2
-"Token Budget Management"), counted with tiktoken.
+``TokenBudgeter``: explicit token budgets per model (docs/contract.md, "Token
+budget"), counted with tiktoken.
 
 For the chosen model (the request's override or the default, checked against
 the allowlist) with window ``W`` and maximum response ``R``:
@@ -83,7 +83,7 @@ class TokenBudgeter:
     ) -> None:
         """
         :param default_model: Model when the request names none (``CHAT_MODEL``).
-        :param models: Allowlist ``{name: {context_window, max_response}}``; defaults to the specification's table.
+        :param models: Allowlist ``{name: {context_window, max_response}}``; defaults to ``DEFAULT_MODEL_ALLOWLIST``.
         :param system_prompt: The system prompt template (``{context}``, ``{chat_history}``), as in the prompt builder.
         :param user_prompt: The user message template (``{query}``), as in the prompt builder.
         :param chunk_template: The context-chunk template, as in the prompt builder.

@@ -1,5 +1,5 @@
 """
-``ExtractiveAnswerer``: the embedded answer backend (issue 4 §5). No LLM; the
+``ExtractiveAnswerer``: the embedded answer backend (docs/contract.md, "Answers"). No LLM; the
 same context and query always give the same answer.
 
 It answers with the context sentences that best cover the query, each followed
@@ -18,7 +18,7 @@ by its chunk's ``[SourceId: ...]``:
    query terms, then chunk similarity, then chunk rank, then position) until
    ``max_sentences`` or ``max_answer_chars`` is reached; repeated sentences are
    skipped.
-4. When none qualifies, the answer is exactly the specification's
+4. When none qualifies, the answer is exactly the contract's (docs/contract.md, "Answers")
    "I don't have enough information in the available documents to answer this
    question."
 

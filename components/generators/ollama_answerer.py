@@ -1,5 +1,5 @@
 """
-``OllamaAnswerer``: the LLM answer backend (issue 4 §5), through ollama-haystack's
+``OllamaAnswerer``: the LLM answer backend (docs/contract.md, "Answers"), through ollama-haystack's
 ``OllamaChatGenerator``.
 
 * Temperature ``RAG_TEMPERATURE`` (0.1) and timeout ``RAG_TIMEOUT_SECONDS`` (30 s).
@@ -59,7 +59,7 @@ class OllamaAnswerer:
         :param keep_alive: How long Ollama keeps the model loaded.
         :param think: Let thinking models think; their reasoning is stripped from the answer either way.
         :param seed: Fixed sampling seed, for reproducible answers.
-        :param check_availability: Check ``/api/tags`` before each generation (the specification's runtime check).
+        :param check_availability: Check ``/api/tags`` before each generation (docs/contract.md, "Errors").
         """
         validate_ollama_settings(url, timeout)
         self.models = allowlist_with_default(model, models)

@@ -4,7 +4,7 @@ support rater, classifier).
 
 * Chat goes through ollama-haystack's ``OllamaChatGenerator`` (one per model,
   created on first use and reused).
-* Model validation follows the specification: the allowlist first
+* Model validation follows docs/contract.md, "Errors": the allowlist first
   (:class:`ModelNotAllowedError`), then Ollama's ``/api/tags``, accepting the model
   with or without a ``:latest`` suffix (:class:`ModelUnavailableError` naming
   ``ollama pull <model>``).

@@ -1,6 +1,6 @@
 """
 ``RetrievalPlanner``: turns the request's ``max_context_chunks`` into the sizes
-the query pipeline needs (issue 4 §2): how many candidates are considered
+the query pipeline needs (docs/contract.md, "Retrieval quality controls"): how many candidates are considered
 (``over_fetch_factor`` x, 3 by default), how many the retriever fetches (that plus
 ``tie_margin``, so a fusion-score tie at the retriever's cut-off cannot change the
 candidates, see :mod:`components.scorers.dense_similarity_scorer`) and how many chunks the context

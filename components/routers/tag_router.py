@@ -1,6 +1,6 @@
 """
-``TagRouter``: decides CITE or ROUTE and, for ROUTE, whom to route to (issue 4 §8,
-specification v2 "Tag Owner Lookup").
+``TagRouter``: decides CITE or ROUTE and, for ROUTE, whom to route to (docs/contract.md,
+"Confidence and routing" and "Routed answers are declines").
 
 Action:
 

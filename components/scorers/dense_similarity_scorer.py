@@ -1,6 +1,7 @@
 """
 ``DenseSimilarityScorer``: re-scores fused candidates by their dense cosine
-similarity to the query and drops the weak ones (issue 4 §2).
+similarity to the query and drops the weak ones (docs/contract.md, "Retrieval quality
+controls").
 
 The hybrid retriever orders candidates by RRF, whose scores (``1/(60+rank)``) say
 nothing about relevance. With ``return_embedding: true`` every candidate, also one

@@ -1,5 +1,5 @@
 """
-``HybridConfidenceScorer``: the specification's hybrid confidence (issue 4 §7).
+``HybridConfidenceScorer``: the hybrid confidence of docs/contract.md, "Confidence and routing".
 
 ``overall = retrieval*30 + coverage*40 + llm/100*30``, truncated to an integer and
 clamped to 0-100, where

@@ -1,7 +1,8 @@
 """
-``LLMSupportRater``: the LLM part of the hybrid confidence (issue 4 §7). It asks
-Ollama, with the specification's ``CONFIDENCE_PROMPT``, how well the answer is
-supported by the context, and returns the 0-100 rating.
+``LLMSupportRater``: the LLM part of the hybrid confidence (docs/contract.md,
+"Confidence and routing"). It asks Ollama, with the contract's ``CONFIDENCE_PROMPT``
+(docs/contract.md, "Prompts"), how well the answer is supported by the context, and
+returns the 0-100 rating.
 
 Parsing: reasoning (``<think>``) and "/100", "out of 100" and "%" are removed, and
 the first integer of the reply is the rating if it lies within 0-100. A reply

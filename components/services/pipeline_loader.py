@@ -6,8 +6,8 @@ same YAML.
 Before Haystack parses a file, two kinds of references are resolved:
 
 * ``${NAME:-default}`` (or ``${NAME}``) is replaced by the environment variable
-  ``NAME`` or the default. This is how the specification's environment
-  variables (``RAG_MIN_SIMILARITY_SCORE``, ``CHAT_MODEL``, ...) and
+  ``NAME`` or the default. This is how the environment variables of
+  docs/configuration.md (``RAG_MIN_SIMILARITY_SCORE``, ``CHAT_MODEL``, ...) and
   ``SOURCEBOUND_DATA_DIR`` map onto init parameters: the YAML names them where
   they apply.
 * ``packaged:all-MiniLM-L6-v2`` is replaced by the path of the embedding model

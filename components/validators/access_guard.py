@@ -1,6 +1,6 @@
 """
 ``AccessGuard``: the post-retrieval check of every document against the access
-rule (issue 4 §1, defence in depth).
+rule (docs/contract.md, "Access rule"; defence in depth).
 
 It takes the request's identity straight from the pipeline inputs, not from the
 filter builder's output, so a bug in the filter, the store's filter translation

@@ -1,5 +1,5 @@
 """
-Bad input over HTTP, and schema fuzzing (issue 8 §2 and §3).
+Bad input over HTTP, and schema fuzzing (docs/contract.md, "Errors").
 
 One server for the module (no sample corpus), with small limits so that the oversized cases
 are cheap: 3 MB JSON bodies, 2 MB uploads, 20,000 characters per document. A fixed corpus

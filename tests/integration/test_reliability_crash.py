@@ -1,5 +1,5 @@
 """
-Crash safety and persistence of the embedded store, over HTTP (issue 8 §4 and §7).
+Crash safety and persistence of the embedded store, over HTTP (docs/testing.md, "Reliability and security tests").
 
 One data dir, three server processes in turn:
 

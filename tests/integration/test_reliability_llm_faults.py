@@ -1,5 +1,5 @@
 """
-LLM faults with the Ollama answer backend, against the local Ollama double (issue 8 §6).
+LLM faults with the Ollama answer backend, against the local Ollama double (docs/contract.md, "Errors").
 
 ``tests/test_api_ollama.py`` already covers: Ollama down at start-up (503 within a second),
 slower than ``RAG_TIMEOUT_SECONDS`` on ``/rag/run`` (504), a reply without citations

@@ -1,6 +1,7 @@
 """
-A bounded load test over loopback (issue 8 §5): ~50 concurrent asyncio clients (httpx) for ~60 s
-against one server, mixing search (all modes), RAG, chat completions and indexing.
+A bounded load test over loopback (docs/testing.md, "Reliability and security tests"): ~50
+concurrent asyncio clients (httpx) for ~60 s against one server, mixing search (all modes), RAG,
+chat completions and indexing.
 
 It shows: zero 5xx and zero transport errors; no request slower than ``REQUEST_TIMEOUT_S``
 (the clients' own timeout: a slower request fails the test); every acknowledged write

@@ -1,5 +1,5 @@
 """
-Access control under attack, over HTTP against the real server (issue 8 §1).
+Access control under attack, over HTTP against the real server (docs/contract.md, "Access rule").
 
 One server for the module (no sample corpus). A seeded random corpus is indexed through
 ``POST /index/run``: four tenants (one named like an operator, one in Japanese), users,

@@ -12,15 +12,15 @@ free port) that speaks the parts of Ollama's API the service uses:
   ``model "x" not found, try pulling it first``.
 
 Scriptable per test: ``reply`` (a string, or a function of the request payload),
-``rating`` (the reply to the specification's confidence prompt), ``category`` (the
+``rating`` (the reply to the confidence prompt of docs/contract.md, "Prompts"), ``category`` (the
 reply to the classifier prompt), ``delay`` (seconds before answering),
 ``models`` (what ``/api/tags`` lists) and ``go_down()`` (close the port: connection
 refused). Every request is recorded in ``requests``.
 
 Without a scripted ``reply`` it behaves like a grounded model: it answers with the
 first sentence of the first context chunk of the system prompt followed by that
-chunk's ``[SourceId: ...]``, or with the specification's "I don't have enough
-information ..." sentence when the prompt has no chunk.
+chunk's ``[SourceId: ...]``, or with the "I don't have enough
+information ..." sentence (docs/contract.md, "Answers") when the prompt has no chunk.
 
 The ``ollama_target`` fixture yields an :class:`OllamaTarget`: the real Ollama at
 ``OLLAMA_BASE_URL`` when it answers ``/api/tags`` within a second, else a started

@@ -18,9 +18,10 @@ Point layout (one point per document):
   vector's original length, whether the sparse vector came with the document,
   and the access keys below) and is never visible in returned documents.
 
-Access keys. The access rule of CONTRACT.md (tenant_id == T AND tags shares a
+Access keys. The access rule (docs/contract.md, "Access rule": tenant_id == T AND tags shares a
 value with the user's tags AND (scope == "tenant" OR scope == "user" AND
-user_id == U OR scope == "project" AND project_id == P), usually with
+user_id == U OR scope == "project" AND project_id == P AND user_id == U),
+or scope == "public"), usually with
 tainted != True and sometimes verified == True) costs the engine a check per
 condition for every point of the tenant: ~11 ms CPU per hybrid query at 100k
 chunks. So each point also carries ``_store.access``: one keyword per

@@ -123,7 +123,7 @@ logger = logging.getLogger(__name__)
 
 SIMILARITIES = {"cosine": Distance.Cosine, "dot_product": Distance.Dot, "l2": Distance.Euclid}
 
-# Payload indexes; the access rule filters on all of these (see CONTRACT.md).
+# Payload indexes; the access rule filters on all of these (docs/contract.md, "Access rule").
 PAYLOAD_INDEXES: dict[str, Any] = {
     "id": PayloadSchemaType.Keyword,
     "meta.tenant_id": KeywordIndexParams(is_tenant=True),

@@ -19,7 +19,7 @@ Semantics, chosen to match Haystack's in-memory store wherever Qdrant can:
   or a boolean is a ``FilterError``; ``None`` matches nothing.
 - ``NOT`` negates the conjunction of its conditions: NOT (a AND b).
 
-The access rule of CONTRACT.md, when it appears as direct conditions of an
+The access rule (docs/contract.md, "Access rule"), when it appears as direct conditions of an
 ``AND`` (tenant_id ==, tags in, and the scope condition or OR of scope
 branches, all with string values; with ``tainted != True`` and
 ``verified == True`` if present), becomes one ``MatchAny`` on the indexed

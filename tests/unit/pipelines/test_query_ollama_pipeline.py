@@ -2,7 +2,7 @@
 ``pipelines/query_ollama.yml`` end to end, against the Ollama test double (or a real Ollama when
 OLLAMA_BASE_URL answers; the scripted cases then skip).
 
-Covers the specification's integration cases with an LLM: full pipeline, low confidence routes, no
+Covers docs/contract.md end to end with an LLM: full pipeline, low confidence routes, no
 context, token budget, health check and model override, plus the LLM faults: Ollama down, too slow,
 a model that is not pulled, a reply without citations and an unparsable confidence rating.
 """

@@ -3,8 +3,8 @@ The query side end to end through the YAML pipelines: part of the sample corpus 
 ``pipelines/indexing.yml`` into a temporary data dir, then ``pipelines/query.yml`` (extractive) and
 ``pipelines/search.yml`` answer through ``QueryService``.
 
-Covers the specification's integration cases for the embedded backend (full pipeline, low confidence
-routes, no context, token budget, health, model override) and issue 4's done-criteria: a sample
+Covers docs/contract.md end to end for the embedded backend (full pipeline, low confidence routes,
+no context, token budget, health, model override) and the query side's acceptance checks: a sample
 question gets a cited CITE answer, an absent topic gets "not enough information" and ROUTE, a
 cross-tenant question never sees the other tenant's text, and the same corpus/config/request gives
 identical top-3 results and an identical answer.

@@ -1,5 +1,6 @@
-"""The query-side YAML pipelines: they load, declare their inputs, carry the specification's prompts and
-environment variables, and round-trip through Haystack serialisation."""
+"""The query-side YAML pipelines: they load, declare their inputs, carry the contract's prompts
+(docs/contract.md, "Prompts") and environment variables (docs/configuration.md), and round-trip through
+Haystack serialisation."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""SearchResultsBuilder: the search response (issue 4 §12)."""
+"""SearchResultsBuilder: the search response (docs/contract.md, "Response fields")."""
 
 import pytest
 from haystack import Document

@@ -1,4 +1,4 @@
-"""QueryClassifier: rules without an LLM, the specification's prompt with Ollama."""
+"""QueryClassifier: rules without an LLM, the classifier prompt (docs/contract.md, "Prompts") with Ollama."""
 
 import asyncio
 import logging

@@ -1,4 +1,4 @@
-"""The RAG service's exception hierarchy (specification v2 "Error Handling")."""
+"""The RAG service's exception hierarchy (docs/contract.md, "Errors")."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Request and response models (specification v2 data models, issue 4 §11/§12)."""
+"""Request and response models (docs/contract.md, "Response fields")."""
 
 import pytest
 from pydantic import ValidationError

@@ -1,4 +1,4 @@
-"""LLMSupportRater: the specification's CONFIDENCE_PROMPT via Ollama."""
+"""LLMSupportRater: CONFIDENCE_PROMPT (docs/contract.md, "Prompts") via Ollama."""
 
 import asyncio
 import logging
