@@ -113,25 +113,16 @@ class SearchFilters(BaseModel):
     exclude_tainted: bool | None = None
 
 
-class _IdentityRequest(BaseModel):
+class _Identity(BaseModel):
+    """Who asks: the identity fields every query-side request carries, validated alike."""
+
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(max_length=MAX_QUERY_CHARS)
     tenant_id: Identifier
     user_tags: list[Identifier] = Field(min_length=1, max_length=MAX_TAGS)
     user_id: Identifier | None = None
     project_id: Identifier | None = None
     filters: SearchFilters | None = None
-    # Narrows to one branch of the access rule; omitted: everything visible. It can never widen.
-    scope: Literal["project", "user", "tenant", "public"] | None = None
-
-    @field_validator("query")
-    @classmethod
-    def _query_not_blank(cls, value: str) -> str:
-        _reject_control_characters(value, "query")
-        if not value.strip():
-            raise ValueError("query must not be empty or whitespace")
-        return value
 
     @field_validator("tenant_id", "user_id", "project_id")
     @classmethod
@@ -142,6 +133,24 @@ class _IdentityRequest(BaseModel):
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
         return [_identifier(tag, "user_tags") for tag in value]
+
+
+def _text_input(value: str, name: str) -> str:
+    _reject_control_characters(value, name)
+    if not value.strip():
+        raise ValueError(f"{name} must not be empty or whitespace")
+    return value
+
+
+class _IdentityRequest(_Identity):
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    # Narrows to one branch of the access rule; omitted: everything visible. It can never widen.
+    scope: Literal["project", "user", "tenant", "public"] | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, value: str) -> str:
+        return _text_input(value, "query")
 
 
 class RAGRequest(_IdentityRequest):
@@ -270,7 +279,7 @@ class SearchResponse(BaseModel):
     metadata: SearchMetadata
 
 
-class EnrichRequest(BaseModel):
+class EnrichRequest(_Identity):
     """
     Input for enrichment: context for a message another service will send to its own model.
 
@@ -279,33 +288,13 @@ class EnrichRequest(BaseModel):
     pipeline's ``RAG_TOTAL_CONTEXT_CHUNKS``.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     message: str = Field(max_length=MAX_QUERY_CHARS)
-    tenant_id: Identifier
-    user_tags: list[Identifier] = Field(min_length=1, max_length=MAX_TAGS)
-    user_id: Identifier | None = None
-    project_id: Identifier | None = None
-    filters: SearchFilters | None = None
     top_k: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_CHUNKS)
 
     @field_validator("message")
     @classmethod
     def _message_not_blank(cls, value: str) -> str:
-        _reject_control_characters(value, "message")
-        if not value.strip():
-            raise ValueError("message must not be empty or whitespace")
-        return value
-
-    @field_validator("tenant_id", "user_id", "project_id")
-    @classmethod
-    def _identifiers(cls, value: str | None, info) -> str | None:
-        return None if value is None else _identifier(value, info.field_name)
-
-    @field_validator("user_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [_identifier(tag, "user_tags") for tag in value]
+        return _text_input(value, "message")
 
 
 class EnrichSource(BaseModel):
