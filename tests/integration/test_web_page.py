@@ -260,7 +260,12 @@ class TestWebPage:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling
         view.shot("narrow-dark")
 
-    def test_route_card_names_the_owner(self, open_page):
+    def test_route_card_names_the_owner(self, open_page, server):
+        # The card shows the service's own routing reason (a decline or low confidence, whichever the answerer gave).
+        expected = server.client.post(
+            "/rag/run", json={"query": ROUTED, "tenant_id": "acme", "user_tags": ["hr"]}
+        ).json()["result"]
+        assert expected["action"] == "ROUTE"
         view = open_page("route")
         view.identify("acme", "hr")
         bubble = view.ask(ROUTED)
@@ -268,7 +273,7 @@ class TestWebPage:
         assert card.count() == 1
         text = card.inner_text()
         assert "maria.lopez@acme.example" in text and "u-acme-maria" in text and "“hr”" in text
-        assert "Low confidence" in text
+        assert expected["route_to"]["reason"] in text
         assert bubble.get_attribute("data-action") == "ROUTE"
         view.shot("route-card")
 
