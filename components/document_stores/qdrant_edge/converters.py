@@ -78,6 +78,11 @@ def access_key(tenant_id: str, tag: str, scope: str, audience_id: str, tainted: 
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
+def public_access_key(tainted: bool, verified: bool) -> str:
+    """The key of a public chunk: every tenant may see it whatever its tags, so it names no tenant, tag or user."""
+    return access_key("", "", "public", "", tainted, verified)
+
+
 def project_audience(project_id: str, user_id: str) -> str:
     """The audience id of a project chunk: its project and its owner (docs/contract.md "Access rule")."""
     return json.dumps([project_id, user_id], ensure_ascii=False, separators=(",", ":"))
@@ -101,16 +106,17 @@ def access_keys(meta: dict[str, Any]) -> list[str]:
             for project_id in _strings(meta.get("project_id"))
             for user_id in _strings(meta.get("user_id"))
         ]
-    # "public" chunks grant no key: the public branch of the rule is a plain scope condition.
     tainted, verified = _has_true(meta.get("tainted")), _has_true(meta.get("verified"))
-    return sorted(
-        {
-            access_key(tenant_id, tag, scope, audience_id, tainted, verified)
-            for tenant_id in _strings(meta.get("tenant_id"))
-            for tag in _strings(meta.get("tags"))
-            for scope, audience_id in audiences
-        }
-    )
+    keys = {
+        access_key(tenant_id, tag, scope, audience_id, tainted, verified)
+        for tenant_id in _strings(meta.get("tenant_id"))
+        for tag in _strings(meta.get("tags"))
+        for scope, audience_id in audiences
+    }
+    # Public chunks get one key of their own, so the rule's public branch is the same indexed lookup.
+    if "public" in scopes:
+        keys.add(public_access_key(tainted, verified))
+    return sorted(keys)
 
 
 def point_id(document_id: str, tenant_id: Any = None) -> uuid.UUID:

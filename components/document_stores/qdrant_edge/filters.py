@@ -44,7 +44,12 @@ from qdrant_edge import (
     RangeFloat,
 )
 
-from components.document_stores.qdrant_edge.converters import ACCESS_KEYS_PATH, access_key, project_audience
+from components.document_stores.qdrant_edge.converters import (
+    ACCESS_KEYS_PATH,
+    access_key,
+    project_audience,
+    public_access_key,
+)
 from components.document_stores.qdrant_edge.errors import FilterError
 
 COMPARISON_OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not in")
@@ -145,6 +150,13 @@ def _convert_logical(operator: str, item: dict[str, Any], path: str, access_inde
         raise FilterError(
             f"Logical operator {operator!r} in {path} needs a non-empty list under 'conditions': {item!r}."
         )
+    if access_index and operator == "OR":
+        # The whole rule (docs/contract.md, "Access rule"): the tenant branch OR the public branch. When every
+        # branch is answered by access keys, the OR is one indexed lookup of their union.
+        branch_keys = [_branch_keys(condition) for condition in conditions]
+        if all(keys is not None for keys in branch_keys):
+            union = sorted({key for keys in branch_keys for key in keys})
+            return Filter(must=[FieldCondition(key=ACCESS_KEYS_PATH, match=MatchAny(any=union))])
     rule = _access_rule(conditions) if access_index and operator == "AND" else None
     keys, used = rule if rule is not None else ([], set())
     converted = [
@@ -201,6 +213,39 @@ def _audiences(item: Any) -> list[tuple[str, str]] | None:
         if len(values) == 3 and values["meta.scope"] == "project":
             return [("project", project_audience(values["meta.project_id"], values["meta.user_id"]))]
     return None
+
+
+def _branch_keys(item: Any) -> list[str] | None:
+    """The access keys an AND branch stands for when access keys answer all of it (tenant or public), else None."""
+    if not isinstance(item, dict) or item.get("operator") != "AND" or not isinstance(item.get("conditions"), list):
+        return None
+    conditions = item["conditions"]
+    rule = _access_rule(conditions)
+    if rule is not None:
+        keys, used = rule
+        return keys if len(used) == len(conditions) else None
+    return _public_keys(conditions)
+
+
+def _public_keys(conditions: list[Any]) -> list[str] | None:
+    """Keys of the public branch: scope == "public", plus ``tainted != True`` / ``verified == True``; else None."""
+    public = tainted = verified = False
+    for condition in conditions:
+        if not public and _comparison(condition, "meta.scope", "==") == "public":
+            public = True
+        elif not tainted and _comparison(condition, "meta.tainted", "!=") is True:
+            tainted = True
+        elif not verified and _comparison(condition, "meta.verified", "==") is True:
+            verified = True
+        else:
+            return None
+    if not public:
+        return None
+    return sorted(
+        public_access_key(is_tainted, is_verified)
+        for is_tainted in ((False,) if tainted else (False, True))
+        for is_verified in ((True,) if verified else (False, True))
+    )
 
 
 def _access_rule(conditions: list[Any]) -> tuple[list[str], set[int]] | None:
