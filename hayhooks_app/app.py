@@ -88,7 +88,8 @@ def configure_hayhooks(settings: Settings) -> None:
     from hayhooks.settings import settings as hayhooks_settings
 
     hayhooks_settings.pipelines_dir = os.environ.get("HAYHOOKS_PIPELINES_DIR") or str(WRAPPERS_DIR)
-    # Parallel start-up deploy of wrappers failed on our stack (STACK_NOTES); sequential works.
+    # Parallel start-up deploy of wrappers failed on our stack; sequential works
+    # (docs/operations.md, "Running the service").
     hayhooks_settings.startup_deploy_strategy = StartupDeployStrategy.SEQUENTIAL
     hayhooks_settings.host = settings.host
     hayhooks_settings.port = settings.port
