@@ -11,7 +11,6 @@ process that touches our components is offline before Haystack, transformers
 or ragas are imported.
 """
 
-import functools
 import gzip
 import hashlib
 import logging
@@ -124,44 +123,6 @@ def resolve_model_reference(model: str) -> str:
     if model in {"packaged:all-MiniLM-L6-v2", DEFAULT_EMBEDDING_MODEL_NAME, "all-MiniLM-L6-v2"}:
         return embedding_model_path()
     return model
-
-
-# CPU features that give torch native bfloat16 matrix products (AVX-512 BF16, AMX).
-BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-
-
-def query_embedding_dtype(cpuinfo: str | None = None) -> str:
-    """
-    The weight dtype for query embedding: ``"bfloat16"`` where the CPU multiplies bfloat16 natively, else ``"float32"``.
-
-    One short query reads every weight of the model once, so the forward pass is bound by weight
-    traffic: with bfloat16 weights it takes ~30 % less time (bench: 9.5 vs 13-15 ms on the 2-core
-    AVX-512 BF16 machine) and the query vector keeps a cosine similarity >= 0.9999 to the float32
-    one (documents stay float32). Without native support bfloat16 would be emulated, and slower.
-
-    :param cpuinfo: The text of ``/proc/cpuinfo`` (read when ``None``; an unreadable file means no support).
-    :returns: A dtype name transformers accepts.
-    """
-    flags = _this_cpus_flags() if cpuinfo is None else _cpu_flags(cpuinfo)
-    return "bfloat16" if flags & BF16_CPU_FLAGS else "float32"
-
-
-def _cpu_flags(cpuinfo: str) -> frozenset[str]:
-    """The feature flags listed in ``/proc/cpuinfo`` text."""
-    flags: set[str] = set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    return frozenset(flags)
-
-
-@functools.cache
-def _this_cpus_flags() -> frozenset[str]:
-    """This machine's CPU flags, read once (every pipeline load asks; an unreadable file means none)."""
-    try:
-        return _cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return frozenset()
 
 
 def set_torch_threads(threads: int | None = None) -> int:

