@@ -42,6 +42,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
+from components.core.similarity import cosine_similarity
 from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, words
 
 READER_MODEL_NAME = "extractive"
@@ -108,10 +109,8 @@ def cosines(query_embedding: list[float], embeddings: list[list[float] | None]) 
     if not present or not query_embedding:
         return result
     matrix = np.asarray([embeddings[index] for index in present], dtype=np.float64)
-    query = np.asarray(query_embedding, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
-    values = np.divide(matrix @ query, norms, out=np.zeros(len(present)), where=norms > 0)
-    for index, value in zip(present, values.tolist()):
+    values = cosine_similarity(np.asarray(query_embedding, dtype=np.float64), matrix)
+    for index, value in zip(present, values.tolist(), strict=True):
         result[index] = value
     return result
 

@@ -30,8 +30,9 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ContextError
 from components.core.models import search_mode_name
+from components.core.similarity import cosine_similarity
 from components.core.span_tags import documents_in_out, tag_span
-from components.scorers.dense_similarity_scorer import cosine_similarity, deterministic_order
+from components.scorers.dense_similarity_scorer import deterministic_order
 
 
 @component

@@ -26,19 +26,10 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ContextError
+from components.core.similarity import cosine_similarity
 from components.core.span_tags import documents_in_out, tag_span
 
 logger = logging.getLogger(__name__)
-
-
-def cosine_similarity(query: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Cosine similarity of one query vector to each row of ``vectors`` (0 for zero vectors)."""
-    query_norm = np.linalg.norm(query)
-    norms = np.linalg.norm(vectors, axis=1) * query_norm
-    dots = vectors @ query
-    with np.errstate(divide="ignore", invalid="ignore"):
-        similarities = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
-    return similarities
 
 
 def deterministic_order(documents: list[Document], similarities: list[float]) -> list[tuple[Document, float]]:
