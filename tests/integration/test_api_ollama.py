@@ -13,7 +13,7 @@ import time
 import openai
 import pytest
 from support.api_server import ApiServer, error_of
-from support.ollama_double import OllamaDouble, ollama_server_env
+from support.ollama_double import ollama_server_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
 
@@ -23,12 +23,6 @@ POLICY = (
     "Full-time employees get 27 days of paid annual leave per calendar year. "
     "Part-time employees get a pro-rata share. Unused days may be carried over until 1 July."
 )
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with OllamaDouble(models=["llama3.2:latest"]) as double:
-        yield double
 
 
 @pytest.fixture(scope="module")

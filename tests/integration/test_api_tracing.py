@@ -15,7 +15,7 @@ import secrets
 
 import pytest
 from support.api_server import ApiServer, error_of
-from support.ollama_double import OllamaDouble, ollama_server_env
+from support.ollama_double import ollama_server_env
 from support.otlp_receiver import SPAN_KIND_SERVER, STATUS_ERROR, OtlpReceiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
@@ -38,12 +38,6 @@ RAG_STEPS = ("retriever", "similarity", "guard", "dedup", "limiter", "budgeter")
 def receiver():
     with OtlpReceiver() as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with OllamaDouble(models=["llama3.2:latest"]) as double:
-        yield double
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import time
 import httpx
 import pytest
 from support.api_server import ApiServer, error_of
-from support.ollama_double import OllamaDouble, ollama_server_env
+from support.ollama_double import ollama_server_env
 from support.reliability_support import SAMPLE_DIRECTORY, TestDocument, canaries_in, visible
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
@@ -54,12 +54,6 @@ DOCUMENTS = [
                  "Reference zq00000000b002. Globex board: annual leave will be cut to 20 days next year.",
                  "zq00000000b002"),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with OllamaDouble(models=["llama3.2:latest"]) as double:
-        yield double
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import time
 import httpx
 import pytest
 from support.api_server import ApiServer
-from support.ollama_double import INSUFFICIENT, OllamaDouble, ollama_server_env
+from support.ollama_double import INSUFFICIENT, ollama_server_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama, pytest.mark.slow]
 
@@ -48,12 +48,6 @@ def _index(server: ApiServer) -> None:
     directory = TagDirectory(server.data_dir / "tags.sqlite")
     directory.add_user("u-acme-maria", OWNER)
     directory.set_tag_owner("acme", "hr", "u-acme-maria")
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with OllamaDouble(models=["llama3.2:latest"]) as double:
-        yield double
 
 
 @pytest.fixture(scope="module")

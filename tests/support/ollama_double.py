@@ -346,6 +346,13 @@ def _real_model(url: str) -> str:
     pytest.skip(f"the real Ollama at {url} has none of the allowlisted models pulled ({names})")
 
 
+@pytest.fixture(scope="module")
+def ollama():
+    """One Ollama double per test module, serving llama3.2 (the servers of a module are pointed at it)."""
+    with OllamaDouble(models=["llama3.2:latest"]) as double:
+        yield double
+
+
 @pytest.fixture
 def ollama_target():
     """A real Ollama when ``OLLAMA_BASE_URL`` answers, else a started :class:`OllamaDouble`."""
