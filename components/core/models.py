@@ -189,8 +189,8 @@ class ConfidenceScore(BaseModel):
     llm_score: int | None = Field(default=None, ge=0, le=100)
 
 
-class Citation(BaseModel):
-    """Deterministic source citation (SourceId = ``{document_id}:{chunk_index}``)."""
+class SourceReference(BaseModel):
+    """Where a chunk comes from: its SourceId (``{document_id}:{chunk_index}``), document, link, page and section."""
 
     source_id: str
     document_id: str
@@ -199,6 +199,11 @@ class Citation(BaseModel):
     url: str | None = None
     page_number: int | None = None
     section: str | None = None
+
+
+class Citation(SourceReference):
+    """Deterministic source citation (SourceId = ``{document_id}:{chunk_index}``)."""
+
     relevance_score: float = Field(ge=0.0, le=1.0)
     snippet: str
     snippet_full: str
@@ -297,16 +302,9 @@ class EnrichRequest(_Identity):
         return _text_input(value, "message")
 
 
-class EnrichSource(BaseModel):
+class EnrichSource(SourceReference):
     """One chunk of an enrichment context, for the caller to cite."""
 
-    source_id: str
-    document_id: str
-    document_name: str
-    chunk_index: int
-    url: str | None = None
-    page_number: int | None = None
-    section: str | None = None
     score: float
 
 
