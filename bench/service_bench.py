@@ -27,6 +27,7 @@ figures = run_size(10_000, ServiceSettings())
 ```
 """
 
+import gzip
 import json
 import os
 import shutil
@@ -445,34 +446,42 @@ def run_size(size: int, settings: ServiceSettings, log=print) -> dict[str, Any]:
 
 class OtlpSink:
     """
-    A local OTLP/HTTP endpoint that accepts trace exports and counts them (for the tracing-on run): the
-    server exports as it would to a collector, over loopback, and nothing is kept.
+    A local OTLP/HTTP endpoint (threaded ``http.server`` on 127.0.0.1, a free port) that accepts
+    ``POST /v1/traces`` exports, gzip or not, as the SDK's OTLP/HTTP exporter sends them, and counts
+    the exports and their spans (for the tracing-on run: the server exports as it would to a
+    collector, over loopback). Subclasses override :meth:`handle` to keep what they need
+    (``tests/support/otlp_receiver.py`` decodes every span).
     """
 
     def __init__(self):
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
 
         sink = self
         self.exports = 0
         self.spans = 0
         self._lock = threading.Lock()
+        reply = ExportTraceServiceResponse().SerializeToString()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                try:
-                    request = ExportTraceServiceRequest.FromString(body)
-                    spans = sum(len(scope.spans) for rs in request.resource_spans for scope in rs.scope_spans)
-                except Exception:  # a gzip body or another format: count the export, not its spans
-                    spans = 0
-                with sink._lock:
-                    sink.exports += 1
-                    sink.spans += spans
+                if self.path != "/v1/traces":
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                if self.headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
+                sink.handle(ExportTraceServiceRequest.FromString(body))
                 self.send_response(200)
-                self.send_header("content-length", "0")
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", str(len(reply)))
                 self.end_headers()
+                self.wfile.write(reply)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -480,11 +489,19 @@ class OtlpSink:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
+    def handle(self, request: Any) -> None:
+        """Count one export (an ``ExportTraceServiceRequest``) and its spans."""
+        spans = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+        with self._lock:
+            self.exports += 1
+            self.spans += spans
+
     @property
     def url(self) -> str:
+        """The base URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT`` takes it (the exporter adds ``/v1/traces``)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> "OtlpSink":
+    def __enter__(self):
         self._thread.start()
         return self
 

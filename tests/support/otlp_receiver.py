@@ -16,19 +16,15 @@ with OtlpReceiver() as receiver:
 ```
 """
 
-import gzip
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from bench.service_bench import OtlpSink
 
 # opentelemetry.proto.trace.v1.Status.StatusCode
 STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
@@ -74,42 +70,16 @@ class ReceivedSpan:
         return texts
 
 
-class OtlpReceiver:
-    """A local OTLP/HTTP endpoint that records the spans posted to ``/v1/traces``."""
+class OtlpReceiver(OtlpSink):
+    """The benchmark's local OTLP/HTTP endpoint, keeping every span it receives, decoded."""
 
     def __init__(self):
-        self.spans: list[ReceivedSpan] = []
-        self.requests = 0
-        self._lock = threading.Lock()
-        receiver = self
+        super().__init__()
+        self.received: list[ReceivedSpan] = []
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                if self.headers.get("content-encoding") == "gzip":
-                    body = gzip.decompress(body)
-                if self.path != "/v1/traces":
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                receiver._record(ExportTraceServiceRequest.FromString(body))
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """The base URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT`` takes it (the exporter adds ``/v1/traces``)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+    def handle(self, request: ExportTraceServiceRequest) -> None:
+        super().handle(request)
+        self._record(request)
 
     def _record(self, request: ExportTraceServiceRequest) -> None:
         decoded = []
@@ -132,12 +102,11 @@ class OtlpReceiver:
                         )
                     )
         with self._lock:
-            self.requests += 1
-            self.spans.extend(decoded)
+            self.received.extend(decoded)
 
     def snapshot(self) -> list[ReceivedSpan]:
         with self._lock:
-            return list(self.spans)
+            return list(self.received)
 
     def trace(self, trace_id: str) -> list[ReceivedSpan]:
         """The spans received so far of one trace."""
@@ -154,14 +123,6 @@ class OtlpReceiver:
                 names = sorted({span.name for span in spans})
                 raise AssertionError(f"The spans expected did not arrive within {timeout} s; got {names}")
             time.sleep(0.05)
-
-    def __enter__(self) -> "OtlpReceiver":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def render_tree(spans: list[ReceivedSpan], skip: tuple[str, ...] = ("haystack.component.input_spec",
