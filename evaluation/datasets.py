@@ -47,6 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 EVALUATION_DIR = Path(__file__).resolve().parent
 SAMPLE_GOLD = EVALUATION_DIR / "datasets" / "sample_gold.yml"
 NORMANS_RELATIVE = Path("datasets") / "squad2-normans" / "normans.json"
+MANPAGES_RELATIVE = Path("datasets") / "manpages-dev" / "qa.json"
 
 # A malformed dataset, corpus or question file; the message names the entry. One class with the
 # corpus manifest reader's, so callers catch one error whatever file was wrong.
@@ -388,6 +389,56 @@ def load_normans(path: str | os.PathLike | None = None) -> EvalDataset:
         id_prefix="normans",
         tenant_id="squad",
         tags=("normans",),
+    )
+
+
+def load_manpages(path: str | os.PathLike | None = None) -> EvalDataset:
+    """
+    The manpages-dev set: 10 Debian man pages (one document per page) and 100 questions
+    (60 answerable with exact short spans, 40 unanswerable), asked by one requester who sees
+    every page. The reader's reference-manual genre: option names, defaults, paths.
+    """
+    path = Path(path) if path else shared_dir() / MANPAGES_RELATIVE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise DatasetError(
+            f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`."
+        ) from error
+    if not isinstance(data, Mapping) or not isinstance(data.get("docs"), list):
+        raise DatasetError(f"{path}: not a manpages-dev file (no `docs` list).")
+    tenant_id, tags = "ops", ("manuals",)
+    requester = Requester(tenant_id=tenant_id, user_tags=tags)
+    documents = [
+        CorpusDocument(
+            document_id=str(doc["id"]),
+            tenant_id=tenant_id,
+            tags=tags,
+            document_name=str(doc["name"]),
+            path=path.parent / "docs" / str(doc["file"]),
+        )
+        for doc in data["docs"]
+    ]
+    questions = [
+        EvalQuestion(
+            id=str(record["id"]),
+            question=str(record["question"]),
+            requester=requester,
+            answerable=not record.get("impossible"),
+            gold_document_ids=(str(record["doc"]),) if not record.get("impossible") else (),
+            gold_answers=tuple(record.get("answers") or ()),
+            reference_answer=(record.get("answers") or [None])[0],
+            category="unanswerable" if record.get("impossible") else "answerable",
+        )
+        for record in data.get("questions", [])
+    ]
+    return EvalDataset(
+        name="manpages-dev",
+        documents=documents,
+        questions=questions,
+        description=str(data.get("source") or "Debian man pages"),
+        granularity="one document per man page",
+        source=str(path),
     )
 
 

@@ -41,6 +41,7 @@ from evaluation.datasets import (
     EvalQuestion,
     ci_subset,
     load_dataset,
+    load_manpages,
     load_normans,
     load_sample_gold,
 )
@@ -76,7 +77,7 @@ def resolve_datasets(
     names: Sequence[str], corpus: str | None = None, max_unanswerable: int | None = None
 ) -> list[EvalDataset]:
     """
-    Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold`` or a dataset file.
+    Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold``, ``manpages-dev`` or a dataset file.
 
     :param max_unanswerable: CI-sized subsets: every answerable and forbidden question, plus this
         many other unanswerable ones (seeded sample).
@@ -87,6 +88,8 @@ def resolve_datasets(
             dataset = load_normans()
         elif name in {"sample-gold", "sample_gold"}:
             dataset = load_sample_gold()
+        elif name == "manpages-dev":
+            dataset = load_manpages()
         else:
             dataset = load_dataset(name, corpus=corpus)
         datasets.append(ci_subset(dataset, max_unanswerable) if max_unanswerable is not None else dataset)

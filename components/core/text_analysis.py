@@ -259,6 +259,21 @@ def _logical_lines(text: str) -> list[str]:
     return lines
 
 
+def sentence_blocks(text: str) -> list[list[str]]:
+    """
+    The sentences of ``text`` grouped by block: a paragraph, a list item, a heading, a table row,
+    or a reference entry (a term line and its indented description, which hard-wrapping joins).
+    A block's later sentences continue what its first one introduced (docs/contract.md, "Answers").
+    """
+    blocks: list[list[str]] = []
+    for line in _logical_lines(text):
+        line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
+        sentences = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()] if line else []
+        if sentences:
+            blocks.append(sentences)
+    return blocks
+
+
 def split_sentences(text: str) -> list[str]:
     """
     Split text into sentences. Hard-wrapped lines are joined first; a blank line,
@@ -266,13 +281,7 @@ def split_sentences(text: str) -> list[str]:
     whitespace and a capital, digit or opening quote/bracket. Markdown heading and
     list markers are removed.
     """
-    sentences: list[str] = []
-    for line in _logical_lines(text):
-        line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
-        if not line:
-            continue
-        sentences.extend(part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip())
-    return sentences
+    return [sentence for block in sentence_blocks(text) for sentence in block]
 
 
 @lru_cache(maxsize=4)

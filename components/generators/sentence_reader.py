@@ -57,6 +57,53 @@ _QUOTED_RE = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
 _NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
 
 
+# What kind of token answers a question (docs/reader.md, "Answer types"): a question asking for an amount,
+# a time or a limit is answered by a number; one asking for an option, field or path by a code-like token; a
+# place by a path or a name. A sentence that holds such a token the question does not is likelier the answer.
+_QUANTITY_QUESTION_RE = re.compile(
+    r"\b(?:how (?:many|much|long|often|far|big|large|old|soon|high|low)|when|what (?:year|date|time|size|"
+    r"percentage|number|amount|duration|limit|maximum|minimum|ceiling|timeout|version)|which (?:\w+ )?(?:year|date|"
+    r"version|release))\b",
+    re.IGNORECASE,
+)
+_CODE_QUESTION_RE = re.compile(
+    r"\b(?:which|what) (?:\w+ ){0,2}(?:option|flag|switch|field|key|keyword|setting|variable|parameter|prefix|"
+    r"suffix|command|directive|argument|value|line|letters?|format|file|directory|path|tool|program|library|"
+    r"name|mode|unit|action|type)s?\b",
+    re.IGNORECASE,
+)
+_PLACE_QUESTION_RE = re.compile(r"\bwhere\b", re.IGNORECASE)
+_CODE_TOKEN_RE = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*|(?<!\w)/[\w.@%-]+(?:/[\w.@%-]+)*|\b\w+(?:[=:]|\(\d\))|[\"“`'][^\"”`']{1,40}[\"”`']|"
+    r"\b[A-Za-z_][\w]*(?:[_.][\w]+)+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b|\b[A-Z]{2,}\b"
+)
+
+
+def answer_type(query: str) -> str | None:
+    """``quantity``, ``code`` or ``place`` when the question asks for one (see above), else ``None``."""
+    if _QUANTITY_QUESTION_RE.search(query):
+        return "quantity"
+    if _CODE_QUESTION_RE.search(query):
+        return "code"
+    if _PLACE_QUESTION_RE.search(query):
+        return "place"
+    return None
+
+
+def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
+    """Whether ``sentence`` holds a token of ``kind`` that the question itself does not contain."""
+    if kind is None:
+        return False
+    if kind == "quantity":
+        tokens = _NUMBER_RE.findall(sentence)
+    elif kind == "code":
+        tokens = _CODE_TOKEN_RE.findall(sentence)
+    else:
+        tokens = _CODE_TOKEN_RE.findall(sentence) + [name for name in _NAME_RE.findall(sentence)[1:] if len(name) > 1]
+    asked = query.lower()
+    return any(token.strip("\"“”`'=:").lower() not in asked for token in tokens if token.strip("\"“”`'=:"))
+
+
 def exact_terms(query: str) -> list[str]:
     """
     The query's exact terms, in order, without duplicates: option names, numbers,
@@ -134,6 +181,7 @@ class SentenceReader:
         exact_weight: float = 0.1,
         margin_weight: float = 1.0,
         missing_term_penalty: float = 0.4,
+        answer_type_weight: float = 0.3,
         min_decision_score: float = 0.75,
         second_sentence_gap: float = 0.25,
         support_at_threshold: float = 0.8,
@@ -148,6 +196,9 @@ class SentenceReader:
         :param margin_weight: Weight of the best sentence's lead over the runner-up in the decline decision.
         :param missing_term_penalty: Subtracted from the decision score, times the share of the query's exact terms
             that the whole context never contains (a question naming what the documents never mention).
+        :param answer_type_weight: Added, times the sentence's ``lexical`` share, to the score of a sentence holding
+            the kind of token the question asks for (a number for "how long", an option or path for "which option")
+            that the question lacks; 0 turns answer types (and completing an answer from its block) off.
         :param min_decision_score: Below this decision score the reader declines.
         :param second_sentence_gap: A second sentence is added when it scores within this of the best one.
         :param support_at_threshold: ``evidence.support`` at the decline boundary (0-1); answered questions get
@@ -163,6 +214,7 @@ class SentenceReader:
             "exact_weight": exact_weight,
             "margin_weight": margin_weight,
             "missing_term_penalty": missing_term_penalty,
+            "answer_type_weight": answer_type_weight,
             "second_sentence_gap": second_sentence_gap,
         }.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
@@ -181,6 +233,7 @@ class SentenceReader:
         self.exact_weight = float(exact_weight)
         self.margin_weight = float(margin_weight)
         self.missing_term_penalty = float(missing_term_penalty)
+        self.answer_type_weight = float(answer_type_weight)
         self.min_decision_score = float(min_decision_score)
         self.second_sentence_gap = float(second_sentence_gap)
         self.support_at_threshold = float(support_at_threshold)
@@ -197,6 +250,7 @@ class SentenceReader:
             exact_weight=self.exact_weight,
             margin_weight=self.margin_weight,
             missing_term_penalty=self.missing_term_penalty,
+            answer_type_weight=self.answer_type_weight,
             min_decision_score=self.min_decision_score,
             second_sentence_gap=self.second_sentence_gap,
             support_at_threshold=self.support_at_threshold,
@@ -240,21 +294,57 @@ class SentenceReader:
         total = sum(weights.values())
         exact = exact_terms(query)
         similarities = cosines(query_embedding, [sentence.embedding for sentence in sentences])
+        kind = answer_type(query)
         scored = []
-        for sentence, text, terms, similarity in zip(sentences, texts, terms_of, similarities):
+        for sentence, text, terms, similarity in zip(sentences, texts, terms_of, similarities, strict=True):
             lexical = sum(weights[term] for term in query_terms if term in terms) / total if total else 0.0
             exact_share = sum(1 for term in exact if contains_exact(text, term)) / len(exact) if exact else 0.0
-            score = similarity + self.lexical_weight * lexical + self.exact_weight * exact_share
+            typed = has_answer_token(sentence.content or "", kind, query)
+            # A token of the asked-for kind counts as far as the sentence is about the question's words.
+            type_bonus = self.answer_type_weight * typed * lexical
+            score = similarity + self.lexical_weight * lexical + self.exact_weight * exact_share + type_bonus
             scored.append(
                 {
                     "sentence": sentence,
                     "similarity": similarity,
                     "lexical": lexical,
                     "exact": exact_share,
+                    "typed": typed,
+                    "type_bonus": type_bonus,
                     "score": score,
                 }
             )
         return scored
+
+    def _completion(
+        self, query: str, best: dict[str, Any], chosen: list[dict[str, Any]], scored: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """
+        The sentence that completes the answer from the best sentence's own block, when the question asks for a
+        kind of token (a value, an option name) that no chosen sentence holds: the nearest sentence of that block
+        holding one ("RuntimeDirectorySize= Sets the size limit ..." + "Defaults to 10%."; "This option forces
+        TCP." + its entry's head "use-vc ..."). ``None`` when nothing needs or offers completing.
+        """
+        if not self.answer_type_weight or answer_type(query) is None or any(entry["typed"] for entry in chosen):
+            return None
+        meta = best["sentence"].meta or {}
+        if meta.get("block") is None:
+            return None
+        taken = {id(entry) for entry in chosen}
+        candidates = [
+            entry
+            for entry in scored
+            if entry["typed"]
+            and id(entry) not in taken
+            and _source(entry["sentence"]) == _source(best["sentence"])
+            and (entry["sentence"].meta or {}).get("block") == meta.get("block")
+        ]
+        position = int(meta.get("position", 0))
+
+        def distance(entry: dict[str, Any]) -> tuple[int, tuple[int, int]]:
+            return abs(int((entry["sentence"].meta or {}).get("position", 0)) - position), _order(entry["sentence"])
+
+        return min(candidates, key=distance, default=None)
 
     def support(self, decision: float) -> float:
         """
@@ -290,7 +380,10 @@ class SentenceReader:
             }
             return self.insufficient_answer, evidence
         best = ranked[0]
-        margin = best["score"] - ranked[1]["score"] if len(ranked) > 1 else 0.0
+        # The lead is measured without the answer-type bonus: the bonus picks among sentences, and counting it
+        # in the margin as well would let a typed token alone carry a decision (docs/reader.md, "Answer types").
+        untyped_runner_up = max((entry["score"] - entry["type_bonus"] for entry in ranked[1:]), default=None)
+        margin = 0.0 if untyped_runner_up is None else max(0.0, best["score"] - best["type_bonus"] - untyped_runner_up)
         terms = exact_terms(query)
         missing = sum(
             1 for term in terms if not any(contains_exact(entry["sentence"].content or "", term) for entry in scored)
@@ -320,6 +413,9 @@ class SentenceReader:
             if length + added <= self.max_answer_chars:
                 chosen.append(entry)
                 length += added
+        completion = self._completion(query, best, chosen, scored)
+        if completion is not None and length + len(_part(completion["sentence"])) + 1 <= self.max_answer_chars:
+            chosen.append(completion)
         chosen.sort(key=lambda entry: _order(entry["sentence"]))
         return " ".join(_part(entry["sentence"]) for entry in chosen), evidence
 

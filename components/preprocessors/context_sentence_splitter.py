@@ -11,6 +11,8 @@ sentence keeps where it came from in ``meta``:
 * ``source_id``: the chunk's SourceId (what the answer cites);
 * ``chunk_rank``: the chunk's position in the context (0 = first);
 * ``position``: the sentence's position in its chunk (0 = first);
+* ``block`` / ``block_position``: its block in the chunk (a paragraph, list item or reference entry,
+  :func:`components.core.text_analysis.sentence_blocks`) and its place in that block;
 * ``chunk_score``: the chunk's dense similarity (``None`` when it has none).
 
 Fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are dropped: they
@@ -23,7 +25,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.text_analysis import source_id_of, split_sentences, words
+from components.core.text_analysis import sentence_blocks, source_id_of, words
 
 
 @component
@@ -63,14 +65,24 @@ class ContextSentenceSplitter:
         sentences: list[Document] = []
         for rank, document in enumerate(documents):
             source_id = source_id_of(document)
-            for position, sentence in enumerate(split_sentences(document.content or "")):
-                # ALL-CAPS lines ("YOUR ONBOARDING BUDDY") are headings, not answers.
-                if len(words(sentence)) < self.min_sentence_words or sentence.upper() == sentence:
-                    continue
-                meta = {"source_id": source_id, "chunk_rank": rank, "position": position, "chunk_score": document.score}
-                sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
-                if len(sentences) == self.max_sentences:
-                    return sentences
+            position = -1
+            for block, block_sentences in enumerate(sentence_blocks(document.content or "")):
+                for block_position, sentence in enumerate(block_sentences):
+                    position += 1
+                    # ALL-CAPS lines ("YOUR ONBOARDING BUDDY") are headings, not answers.
+                    if len(words(sentence)) < self.min_sentence_words or sentence.upper() == sentence:
+                        continue
+                    meta = {
+                        "source_id": source_id,
+                        "chunk_rank": rank,
+                        "position": position,
+                        "block": block,
+                        "block_position": block_position,
+                        "chunk_score": document.score,
+                    }
+                    sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
+                    if len(sentences) == self.max_sentences:
+                        return sentences
         return sentences
 
     @component.output_types(sentences=list[Document])

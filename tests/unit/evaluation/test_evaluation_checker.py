@@ -117,7 +117,7 @@ class TestChecker:
 class TestThresholdsFile:
     def test_project_file_holds_the_required_floors(self):
         thresholds = load_thresholds()
-        for dataset in ("normans", "sample-gold"):
+        for dataset in ("normans", "sample-gold", "manpages-dev"):
             assert dataset in thresholds["datasets"]
             merged = thresholds_for(thresholds, dataset)
             for metric, (kind, floor) in REQUIRED.items():

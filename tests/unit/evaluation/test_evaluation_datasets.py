@@ -15,6 +15,7 @@ from evaluation.datasets import (
     load_corpus,
     load_dataset,
     load_directory,
+    load_manpages,
     load_normans,
     load_sample_gold,
     shared_dir,
@@ -52,6 +53,26 @@ class TestNormans:
         subset = ci_subset(normans, max_unanswerable=30)
         assert len(subset.answerable) == 96 and len(subset.unanswerable) == 30
         assert [q.id for q in ci_subset(normans, 30).questions] == [q.id for q in subset.questions]  # deterministic
+
+
+class TestManpages:
+    def test_counts_match_the_readme(self):
+        manpages = load_manpages()
+        assert (len(manpages.documents), len(manpages.answerable), len(manpages.unanswerable)) == (10, 60, 40)
+        assert all(document.path.is_file() and document.path.suffix == ".txt" for document in manpages.documents)
+        assert manpages.granularity == "one document per man page"
+
+    def test_gold_spans_are_in_their_page(self):
+        manpages = load_manpages()
+        for question in manpages.answerable:
+            page = " ".join(manpages.document(question.gold_document_ids[0]).path.read_text().lower().split())
+            spans = [" ".join(span.lower().split()) for span in question.gold_answers]
+            assert spans and any(span in page for span in spans), question.id
+
+    def test_missing_file_names_the_setting(self, monkeypatch, tmp_path):
+        monkeypatch.setenv("SOURCEBOUND_SHARED_DIR", str(tmp_path))
+        with pytest.raises(DatasetError, match="SOURCEBOUND_SHARED_DIR"):
+            load_manpages()
 
 
 class TestSampleCorpus:

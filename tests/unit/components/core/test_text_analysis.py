@@ -12,6 +12,7 @@ from components.core.text_analysis import (
     key_phrases,
     normalize_word,
     phrase_index,
+    sentence_blocks,
     shingles,
     snippet,
     source_id_of,
@@ -106,3 +107,24 @@ class TestLenientMeta:
         assert [optional_int(v) for v in (4, "4", 4.0, "4.5", "x", None, True)] == [4, 4, 4, None, None, None, None]
         odd = Document(id="doc-1:7", content="t", meta={"document_id": "doc-1", "chunk_index": "seven"})
         assert source_id_of(odd) == "doc-1:7" and chunk_index_of(odd) == 7
+
+
+@pytest.mark.unit
+class TestSentenceBlocks:
+    def test_paragraphs_and_entries_are_blocks(self):
+        text = (
+            "First paragraph. It has two sentences.\n\n"
+            "       use-vc (since glibc 2.14)\n"
+            "              Sets RES_USEVC. This option forces TCP.\n\n"
+            "- a list item. Second sentence of the item.\n"
+        )
+        assert sentence_blocks(text) == [
+            ["First paragraph.", "It has two sentences."],
+            ["use-vc (since glibc 2.14) Sets RES_USEVC.", "This option forces TCP."],
+            ["a list item.", "Second sentence of the item."],
+        ]
+
+    def test_split_sentences_is_the_blocks_flattened(self):
+        text = "# Heading\nOne. Two.\n\nThree four five.\n| a | b |\n"
+        assert split_sentences(text) == [sentence for block in sentence_blocks(text) for sentence in block]
+        assert sentence_blocks("") == []

@@ -11,7 +11,13 @@ from haystack import Document, Pipeline
 
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
-from components.generators.sentence_reader import SentenceReader, contains_exact, exact_terms
+from components.generators.sentence_reader import (
+    SentenceReader,
+    answer_type,
+    contains_exact,
+    exact_terms,
+    has_answer_token,
+)
 from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
 
 
@@ -19,6 +25,18 @@ def _sentence(text: str, vector: list[float], source_id: str = "doc:0", rank: in
     return Document(
         content=text, embedding=vector, meta={"source_id": source_id, "chunk_rank": rank, "position": position}
     )
+
+
+def _entry(texts: list[str], vectors: list[list[float]], source_id: str = "man:3") -> list[Document]:
+    """One reference entry: the sentences of one block of one chunk."""
+    return [
+        Document(
+            content=text,
+            embedding=vector,
+            meta={"source_id": source_id, "chunk_rank": 0, "position": index, "block": 0, "block_position": index},
+        )
+        for index, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
 
 
 def _sentences() -> list[Document]:
@@ -131,6 +149,72 @@ class TestSentenceReader:
         with pytest.raises(ModelUnavailableError, match="query_ollama.yml"):
             reader.run(query="leave", sentences=_sentences(), model="llama3.2")
 
+    def test_answer_type(self):
+        assert answer_type("How long is the user service kept after logout, by default?") == "quantity"
+        assert answer_type("Which glibc release first offered the merge action?") == "quantity"
+        assert answer_type("Which resolver option forces DNS lookups over TCP?") == "code"
+        assert answer_type("What prefix should custom keys carry?") == "code"
+        assert answer_type("Where should operator keyrings be kept?") == "place"
+        assert answer_type("Why are contractors not eligible?") is None
+
+    def test_has_answer_token_ignores_tokens_the_question_holds(self):
+        assert has_answer_token("Defaults to 30s.", "quantity", "How long by default?")
+        assert not has_answer_token("Up to 30 pairs.", "quantity", "Are 30 pairs allowed, how many?")
+        assert has_answer_token("use-vc (since glibc 2.14) Sets RES_USEVC.", "code", "Which option forces TCP?")
+        assert not has_answer_token("This option forces the use of TCP.", "code", "Which option forces TCP?")
+        assert has_answer_token("Keep them in /etc/apt/keyrings.", "place", "Where are keyrings kept?")
+        assert not has_answer_token("Defaults to 30s.", None, "Why?")
+
+    def test_run_typed_sentence_wins_a_near_tie(self):
+        query = "How many pairs can a sortlist line hold?"
+        sentences = [
+            _sentence("A sortlist line is specified by address and netmask pairs.", [1.0, 0.0], "r:1", 0, 0),
+            _sentence("Up to 10 pairs may be specified on a sortlist line.", [0.97, 0.243], "r:1", 0, 1),
+        ]
+        untyped = SentenceReader(answer_type_weight=0.0, max_sentences=1).run(
+            query=query, query_embedding=[1.0, 0.0], sentences=sentences
+        )
+        typed = SentenceReader(answer_type_weight=0.3, max_sentences=1).run(
+            query=query, query_embedding=[1.0, 0.0], sentences=sentences
+        )
+        assert "10 pairs" not in untyped["answer"] and "Up to 10 pairs" in typed["answer"]
+
+    def test_run_completes_a_value_from_the_same_entry(self):
+        # The entry's description matches the question; its value is a later, short sentence of the same block.
+        sentences = _entry(
+            [
+                "UserStopDelaySec= Specifies how long to keep the per-user service around after logout.",
+                "If set to infinity the service is never stopped.",
+                "Defaults to 10s.",
+            ],
+            [[1.0, 0.0], [0.6, 0.8], [0.1, 0.995]],
+        ) + [_sentence("KillUserProcesses= Takes a boolean argument.", [0.0, 1.0], "man:9", 1, 0)]
+        out = SentenceReader(max_sentences=1).run(
+            query="How long is the per-user service kept after logout, by default?",
+            query_embedding=[1.0, 0.0],
+            sentences=sentences,
+        )
+        assert (
+            out["answer"].startswith("UserStopDelaySec= Specifies")
+            and "Defaults to 10s. [SourceId: man:3]" in (out["answer"])
+        )
+        assert "infinity" not in out["answer"] and "KillUserProcesses" not in out["answer"]
+
+    def test_run_completes_an_option_name_from_its_entry_head(self):
+        sentences = _entry(
+            ["use-vc (since glibc 2.14) Sets RES_USEVC in _res.options.", "This option forces the use of TCP."],
+            [[0.3, 0.954], [1.0, 0.0]],
+        )
+        out = SentenceReader(max_sentences=1).run(
+            query="Which resolver option forces lookups over TCP?", query_embedding=[1.0, 0.0], sentences=sentences
+        )
+        assert out["answer"].index("use-vc") < out["answer"].index("This option forces")
+        # Without answer types nothing is completed.
+        plain = SentenceReader(max_sentences=1, answer_type_weight=0.0).run(
+            query="Which resolver option forces lookups over TCP?", query_embedding=[1.0, 0.0], sentences=sentences
+        )
+        assert "use-vc" not in plain["answer"]
+
     def test_exact_terms(self):
         assert exact_terms("What is the default of --retries and -x in wget 1.21?") == ["--retries", "-x", "1.21"]
         assert exact_terms('Where did Rollo sign the "Treaty of Saint-Clair"?') == ["Treaty of Saint-Clair", "Rollo"]
@@ -196,6 +280,22 @@ EQUIPMENT = (
     "Equipment is ordered by the IT desk during the first week. "
     "Lost equipment must be reported to security within 24 hours."
 )
+RESOLVER = (
+    "       use-vc (since glibc 2.14)\n"
+    "              Sets RES_USEVC in _res.options. This option forces the use of TCP for DNS resolutions.\n\n"
+    "       no-reload (since glibc 2.26)\n"
+    "              Sets RES_NORELOAD in _res.options. This option disables automatic reloading of a changed\n"
+    "              configuration file.\n"
+)
+LOGIND = (
+    "       HoldoffTimeoutSec=\n"
+    "           Specifies a period of time after system startup or system resume in which systemd will hold off\n"
+    "           on reacting to lid events. This is required for the system to properly detect any hotplugged\n"
+    "           devices. Defaults to 30s.\n\n"
+    "       KillUserProcesses=\n"
+    "           Takes a boolean argument. Configures whether the processes of a user should be killed when the\n"
+    "           user logs out. Defaults to no.\n"
+)
 ATLAS = (
     "The Atlas service was launched in 2019 to store design documents. "
     "In 2022 it was moved to the Frankfurt data centre to meet data-residency rules. "
@@ -219,6 +319,15 @@ class TestSentenceReaderFailureModes:
         assert "The default is to retry 20 times." in out["answer"]
         out = _read(reading_step, "What is the default --timeout?", MANUAL)
         assert "The default timeout is 900 seconds." in out["answer"]
+
+    def test_run_manual_entry_value(self, reading_step):
+        # The value is the last sentence of the entry whose first sentence the question paraphrases.
+        out = _read(reading_step, "How long does logind hold off reacting to the lid after boot, by default?", LOGIND)
+        assert "Defaults to 30s." in out["answer"] and "hold off" in out["answer"], out
+
+    def test_run_manual_entry_option_name(self, reading_step):
+        out = _read(reading_step, "Which resolver option makes DNS lookups use TCP?", RESOLVER)
+        assert "use-vc" in out["answer"] and "no-reload" not in out["answer"], out
 
     def test_run_lists(self, reading_step):
         out = _read(reading_step, "What equipment does a new engineer get?", EQUIPMENT)

@@ -58,6 +58,22 @@ class TestContextSentenceSplitter:
             ("travel:1", 1, 0, 0.35),
         ]
         assert len({s.id for s in sentences}) == 3 and all(s.embedding is None for s in sentences)
+        # The two leave sentences share one block (a paragraph); its first one is block position 0.
+        assert [(s.meta["block"], s.meta["block_position"]) for s in sentences][:2] in (
+            [(1, 0), (1, 1)],
+            [(0, 1), (0, 2)],
+        )
+
+    def test_run_marks_reference_entries_as_blocks(self):
+        entry = (
+            "use-vc\n    Sets RES_USEVC. This option forces TCP.\n\nno-reload\n    Disables automatic reloading now."
+        )
+        sentences = ContextSentenceSplitter().run(documents=[Document(id="r:0", content=entry)])["sentences"]
+        assert [(s.content, s.meta["block"], s.meta["block_position"]) for s in sentences] == [
+            ("use-vc Sets RES_USEVC.", 0, 0),
+            ("This option forces TCP.", 0, 1),
+            ("no-reload Disables automatic reloading now.", 1, 0),
+        ]
 
     def test_run_bounds_and_empty_input(self):
         assert len(ContextSentenceSplitter(max_sentences=2).run(documents=_chunks())["sentences"]) == 2
