@@ -6,8 +6,8 @@ current user on free loopback ports, with every path (mnesia, logs, plugins, pid
 Erlang cookie through ``HOME``) in its own folder, so it never touches a system broker. The real
 server script is run directly (``/usr/lib/rabbitmq/bin/rabbitmq-server``): the ``/usr/sbin`` wrapper
 would switch to the ``rabbitmq`` user, which cannot own a test's folder. ``stop()`` asks
-``rabbitmqctl stop``; ``start()`` again brings the same node back with its durable queues and
-persistent messages (the broker-restart test).
+``rabbitmqctl stop`` and ``kill()`` SIGKILLs it; ``start()`` again brings the same node back with its
+durable queues and persistent messages (the broker-restart test).
 
 Usage:
 
@@ -129,6 +129,7 @@ class RabbitMQNode:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
+            self._wait_port_free()
         self.process = None
 
     def _wait_port_free(self, timeout: float = 30) -> None:
