@@ -3,17 +3,32 @@ Faults of the event consumer with real processes (docs/events.md, "Delivery guar
 
 * The server consuming events is killed with SIGKILL in the middle of a batch and started again: every
   document ends with exactly its chunks (none lost, none doubled) and every event is recorded once.
+* An event whose every delivery is cut short by SIGKILL is dead-lettered once its attempts are spent.
+* ``python -m hayhooks_app events`` consumes on its own and stops cleanly on SIGTERM.
 * The broker is killed (SIGKILL) while the consumer is working through the queue and started again: the
   consumer reconnects by itself, what was not acknowledged is redelivered, nothing is doubled.
 """
 
+import os
 import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support.api_server import ApiServer
-from support.events_support import EXCHANGE, QUEUE, applied, consumer_env, queue_state, wait_for_consumer, wait_until
+from support.api_server import REPO, ApiServer
+from support.events_support import (
+    EXCHANGE,
+    QUEUE,
+    applied,
+    attempts,
+    consumer_env,
+    dead_letters,
+    queue_state,
+    wait_for_consumer,
+    wait_until,
+)
 from support.rabbitmq import RabbitMQNode
 from support.reliability_support import live_snapshot
 
@@ -145,3 +160,73 @@ class TestBrokerRestart:
             )
         finally:
             node.stop()
+
+
+class TestRetriesAreBounded:
+    def test_an_event_that_kills_the_consumer_each_time_is_dead_lettered(self, rabbitmq, tmp_path):
+        env = consumer_env(rabbitmq, SOURCEBOUND_EVENTS_PREFETCH="1", SOURCEBOUND_EVENTS_MAX_ATTEMPTS="1")
+        data_dir = tmp_path / "data"
+        # Large enough that embedding it takes a while: the kill lands while it is being applied.
+        big = {
+            "content": " ".join(f"Heavy line {n}: turbine {n % 13} logged {n * 7 % 101} rpm." for n in range(4000)),
+            "tenant_id": "acme", "tags": ["ops"], "document_id": "heavy",
+        }  # fmt: skip
+        server = ApiServer(data_dir, env=env).start()
+        try:
+            wait_for_consumer(rabbitmq.url, env[QUEUE])
+            with EventPublisher(rabbitmq.url, env[EXCHANGE]) as publisher:
+                heavy = publisher.publish("document.upsert", big, occurred_at=T0)
+                after = publisher.publish("document.upsert", _corpus(1, "a")[0], occurred_at=T0)
+            wait_until(lambda: attempts(data_dir).get(heavy) == 1, 120, 0.02, "the first attempt")
+            server.process.send_signal(signal.SIGKILL)
+            server.process.wait(timeout=30)
+            assert heavy not in applied(data_dir)
+        finally:
+            server.stop()
+        with ApiServer(data_dir, env=env):
+            rows = wait_until(lambda: (rows := applied(data_dir)) and {heavy, after} <= set(rows) and rows, 300, 0.5)
+            assert rows[heavy]["outcome"] == "dead_lettered"
+            assert rows[heavy]["details"]["reason"] == "retries_exhausted"
+            assert rows[after]["outcome"] == "applied"  # the queue moved on
+            letters = dead_letters(rabbitmq.url, env[QUEUE])
+            assert [letter["headers"]["x-sourcebound-reason"] for letter in letters] == ["retries_exhausted"]
+            assert "1 attempts failed" in letters[0]["headers"]["x-sourcebound-detail"]
+        print("an event whose delivery was cut by SIGKILL, with SOURCEBOUND_EVENTS_MAX_ATTEMPTS=1: dead-lettered")
+
+
+class TestStandaloneConsumer:
+    def test_events_command_consumes_and_stops_on_sigterm(self, rabbitmq, tmp_path):
+        data_dir = tmp_path / "data"
+        env = consumer_env(rabbitmq, SOURCEBOUND_DATA_DIR=str(data_dir))
+        env.pop("SOURCEBOUND_EVENTS_CONSUMER")
+        process_env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCEBOUND_", "HAYHOOKS_"))}
+        process_env.update(env, PYTHONUNBUFFERED="1")
+        documents = _corpus(3, "s")
+        log = tmp_path / "events.log"
+        with open(log, "wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "hayhooks_app", "events"], cwd=REPO, env=process_env, stdout=output,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        try:
+            wait_for_consumer(rabbitmq.url, env[QUEUE], timeout=180)
+            with EventPublisher(rabbitmq.url, env[EXCHANGE]) as publisher:
+                ids = _publish_all(publisher, documents)
+                ids.append(
+                    publisher.publish(
+                        "document.delete", {"tenant_id": "acme", "document_ids": ["s-2"]}, occurred_at=T0 + timedelta(1)
+                    )
+                )
+            wait_until(lambda: set(ids) <= set(applied(data_dir)), 300, 0.3, "the command to apply the events")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0, log.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert "consuming" in log.read_text()
+        # A server on the same data dir (after the consumer let go of the store) sees what the events did.
+        with ApiServer(data_dir, env={"SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}) as server:
+            reader = {"tenant_id": "acme", "user_tags": ["ops"], "k": 10, "search_mode": "keyword"}
+            found = server.client.post("/search/run", json={"query": "Record pump holds pressure", **reader})
+            assert {result["document_id"] for result in found.json()["result"]["results"]} == {"s-0", "s-1"}

@@ -99,6 +99,20 @@ def applied(data_dir: Path) -> dict[str, dict[str, Any]]:
     return result
 
 
+def attempts(data_dir: Path) -> dict[str, int]:
+    """``event_attempts`` of a data dir: deliveries of events not yet handled, by event id."""
+    path = Path(data_dir) / "records.sqlite"
+    if not path.exists():
+        return {}
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        return dict(connection.execute("SELECT event_id, attempts FROM event_attempts").fetchall())
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        connection.close()
+
+
 def index_events(data_dir: Path) -> list[dict[str, Any]]:
     """Every ``index_events`` row of a data dir, oldest first."""
     connection = sqlite3.connect(f"file:{Path(data_dir) / 'records.sqlite'}?mode=ro", uri=True, timeout=10)
