@@ -282,12 +282,46 @@ class EventConsumer:
             return outcomes
         (command,) = live
         ids = fresh[command.event_id]
+        if command.kind == "upsert_file":
+            result = container.index_streams([self._file_stream(command)], key_id=key_id)
+            entry = (result.get("documents") or [{}])[0]
+            if entry.get("status") not in {"indexed", "unchanged"}:
+                command.last_error = str(entry.get("error", "no result"))
+                return outcomes
+            details = {"status": entry.get("status"), "chunks": entry.get("chunks")}
+            outcomes[command.event_id] = self._record(command, "applied", ids, details)
+            return outcomes
         if command.kind == "invalidate":
             result = container.invalidate(command.tenant_id, ids, key_id=key_id, **command.arguments)
         else:
             result = container.set_flags(command.tenant_id, ids, key_id=key_id, **command.arguments)
         outcomes[command.event_id] = self._record(command, "applied", ids, result)
         return outcomes
+
+    def _file_stream(self, command: Command) -> Any:
+        """The referenced file as a byte stream with upload meta; bad references are permanent errors."""
+        from haystack.dataclasses import ByteStream
+
+        from components.core.document_identity import source_type_for_path
+
+        root = self.settings.files_dir
+        if root is None:
+            raise IndexingValidationError(["file references are off: set SOURCEBOUND_EVENTS_FILES_DIR"])
+        path = (root / command.arguments["file"]).resolve()
+        if not path.is_relative_to(root.resolve()):  # a symlink out of the folder
+            raise IndexingValidationError([f"{command.arguments['file']}: outside SOURCEBOUND_EVENTS_FILES_DIR"])
+        if not path.is_file():
+            raise IndexingValidationError([f"{command.arguments['file']}: no such file"])
+        limit = self.container.indexing.max_file_bytes
+        if path.stat().st_size > limit:
+            raise IndexingValidationError([f"{command.arguments['file']}: over the size limit of {limit} bytes"])
+        meta = {
+            **command.arguments["meta"],
+            "document_name": command.arguments["meta"].get("document_name") or path.name,
+        }
+        if source_type := source_type_for_path(path.name):
+            meta["source_type"] = source_type
+        return ByteStream(data=path.read_bytes(), meta=meta)
 
     @staticmethod
     def _record(command: Command, outcome: str, document_ids: list[str], details: dict[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,10 @@ command.kind, command.tenant_id, command.document_ids
 
 import json
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AwareDatetime, Field, StringConstraints, ValidationError, model_validator
+from pydantic import AwareDatetime, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from hayhooks_app.schemas import (
     DocumentId,
@@ -31,6 +32,7 @@ from hayhooks_app.schemas import (
     InvalidateRequest,
     ShortText,
     StrictModel,
+    UploadForm,
 )
 
 EventId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
@@ -68,6 +70,29 @@ class TaskValidatedData(IndexDocumentIn):
         return self
 
 
+class FileUpsertData(UploadForm):
+    """
+    ``document.upsert_file``: a file under ``SOURCEBOUND_EVENTS_FILES_DIR`` (a shared volume), indexed as
+    ``POST /index/upload`` indexes one uploaded file, with its ``document_id`` required.
+    """
+
+    file: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="Path relative to SOURCEBOUND_EVENTS_FILES_DIR (no '..', not absolute)."
+    )
+    document_id: DocumentId = Field(description="[A-Za-z0-9-]+; required: events are ordered per document.")
+    files: Literal[1] = Field(1, exclude=True, description="Always one file.")
+
+    @field_validator("file")
+    @classmethod
+    def _relative_path(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if path.is_absolute() or ".." in path.parts or "\\" in value:
+            raise ValueError("must be a relative path inside SOURCEBOUND_EVENTS_FILES_DIR, without '..'")
+        if any(ord(char) < 32 for char in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+
 class DeleteData(StrictModel):
     """``document.delete``: remove documents (every chunk)."""
 
@@ -97,6 +122,7 @@ class ArtifactTaintedData(StrictModel):
 
 SCHEMAS: dict[str, type[StrictModel]] = {
     "document.upsert": UpsertData,
+    "document.upsert_file": FileUpsertData,
     "task.validated": TaskValidatedData,
     "document.delete": DeleteData,
     "document.invalidate": InvalidateRequest,
@@ -128,7 +154,7 @@ class Command:
     """
     One validated event, ready to apply.
 
-    :param kind: ``upsert``, ``invalidate`` or ``flags``.
+    :param kind: ``upsert``, ``upsert_file``, ``invalidate`` or ``flags``.
     :param occurred_at_us: Publish time in microseconds since the epoch (the per-document order).
     :param document_ids: The documents it changes.
     :param arguments: For ``upsert`` the document (``index_documents`` shape); else the lifecycle arguments.
@@ -136,7 +162,7 @@ class Command:
 
     event_id: str
     routing_key: str
-    kind: Literal["upsert", "invalidate", "flags"]
+    kind: Literal["upsert", "upsert_file", "invalidate", "flags"]
     tenant_id: str
     occurred_at_us: int
     document_ids: list[str]
@@ -198,7 +224,7 @@ def parse_event(
             envelope.event_id,
             data.tenant_id,
         )
-    if isinstance(data, IndexDocumentIn):
+    if isinstance(data, IndexDocumentIn | FileUpsertData):
         if data.scope == "public" and not allow_public:
             raise PoisonMessage(
                 "unauthorised_tenant",
@@ -206,6 +232,11 @@ def parse_event(
                 envelope.event_id,
                 data.tenant_id,
             )
+        if isinstance(data, FileUpsertData):
+            return Command(
+                **base, kind="upsert_file", occurred_at_us=occurred_at_us, document_ids=[data.document_id],
+                arguments={"file": data.file, "meta": {k: v for k, v in data.stream_meta().items() if k != "file"}},
+            )  # fmt: skip
         document = data.model_dump(exclude_none=True, exclude={"artifact_id"})
         return Command(
             **base, kind="upsert", occurred_at_us=occurred_at_us, document_ids=[data.document_id], arguments=document

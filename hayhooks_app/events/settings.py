@@ -13,6 +13,7 @@ settings.queue                          # "rag-service-events"
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hayhooks_app.config import ConfigError, _env_bool, _env_int
 
@@ -37,6 +38,7 @@ class EventSettings:
     :param retry_max_s: Longest retry delay.
     :param in_server: Run the consumer in the server process (``python -m hayhooks_app serve``).
     :param identity: The key id events are recorded under in ``index_events``.
+    :param files_dir: Where ``document.upsert_file`` paths point (a shared volume); ``None`` refuses them.
     """
 
     tenants: frozenset[str] = field(default_factory=frozenset)
@@ -51,6 +53,7 @@ class EventSettings:
     retry_max_s: float = 30.0
     in_server: bool = False
     identity: str = "events"
+    files_dir: Path | None = None
 
     @property
     def dead_letter_exchange(self) -> str:
@@ -88,5 +91,8 @@ class EventSettings:
             retry_base_s=_env_int("SOURCEBOUND_EVENTS_RETRY_BASE_MS", 500, 0) / 1000,
             retry_max_s=_env_int("SOURCEBOUND_EVENTS_RETRY_MAX_MS", 30000, 0) / 1000,
             in_server=_env_bool("SOURCEBOUND_EVENTS_CONSUMER", False),
+            files_dir=Path(files_dir).resolve()
+            if (files_dir := os.environ.get("SOURCEBOUND_EVENTS_FILES_DIR", "").strip())
+            else None,
             **names,
         )

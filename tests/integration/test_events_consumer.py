@@ -7,6 +7,7 @@ event changed is read through ``POST /search/run`` and the real ``records.sqlite
 """
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from support.api_server import ApiServer
@@ -45,8 +46,10 @@ def _found(server: ApiServer, query: str, **filters) -> set[str]:
 
 @pytest.fixture(scope="module")
 def consuming(rabbitmq, tmp_path_factory):
-    env = consumer_env(rabbitmq, tenants="acme")
-    with ApiServer(tmp_path_factory.mktemp("events") / "data", env=env) as server:
+    base = tmp_path_factory.mktemp("events")
+    (base / "shared").mkdir()
+    env = consumer_env(rabbitmq, tenants="acme", SOURCEBOUND_EVENTS_FILES_DIR=str(base / "shared"))
+    with ApiServer(base / "data", env=env) as server:
         wait_for_consumer(rabbitmq.url, env[QUEUE])
         with EventPublisher(rabbitmq.url, env[EXCHANGE]) as publisher:
             yield server, publisher, env
@@ -146,6 +149,31 @@ class TestEventsChangeTheIndex:
         invalidations = [event for event in index_events(server.data_dir) if event["event"] == "invalidate"]
         assert invalidations[-1]["cascade_id"] == "cascade-42" and invalidations[-1]["reason"] == "upstream_taint"
         assert invalidations[-1]["key_id"] == "events"
+
+
+class TestFileReferences:
+    def test_a_file_under_the_files_dir_is_indexed_and_escapes_are_dead_lettered(self, consuming, rabbitmq, tmp_path):
+        server, publisher, env = consuming
+        shared = Path(env["SOURCEBOUND_EVENTS_FILES_DIR"])
+        (shared / "guides").mkdir()
+        (shared / "guides" / "parking.md").write_text("# Parking\n\nThe tamarack garage opens at 05:30 for staff.\n")
+        (tmp_path / "outside.md").write_text("# Outside\n\nThe obsidian vault code is 1234.\n")
+        (shared / "escape.md").symlink_to(tmp_path / "outside.md")
+        fields = {"tenant_id": "acme", "tags": ["hr"]}
+        good = publisher.publish(
+            "document.upsert_file", {"file": "guides/parking.md", "document_id": "parking", **fields}, occurred_at=T0
+        )
+        escape = publisher.publish("document.upsert_file", {"file": "escape.md", "document_id": "esc", **fields})
+        missing = publisher.publish("document.upsert_file", {"file": "nope.md", "document_id": "nope", **fields})
+        rows = _wait_handled(server, good, escape, missing)
+        assert rows[good]["outcome"] == "applied" and rows[good]["details"]["status"] == "indexed"
+        assert _found(server, "tamarack garage staff") == {"parking"}
+        assert rows[escape]["outcome"] == rows[missing]["outcome"] == "dead_lettered"
+        assert "outside SOURCEBOUND_EVENTS_FILES_DIR" in rows[escape]["details"]["detail"]
+        assert "no such file" in rows[missing]["details"]["detail"]
+        assert _found(server, "obsidian vault code", exclude_tainted=False) == set()
+        letters = wait_until(lambda: dead_letters(rabbitmq.url, env[QUEUE]) or None)
+        assert {letter["headers"]["x-sourcebound-event-id"] for letter in letters} <= {escape, missing}
 
 
 class TestPoisonMessages:

@@ -102,3 +102,18 @@ class TestParseEvent:
         assert poison.reason == "unknown_routing_key" and poison.event_id == "evt-9"
         assert all(key in poison.detail for key in ROUTING_KEYS)
         assert _poison("document.upsert", b" " * (5 * 1024 * 1024)).reason == "too_large"
+
+    def test_file_reference_upsert(self):
+        data = {"file": "handbooks/travel.md", "tenant_id": "acme", "tags": ["hr"], "document_id": "travel"}
+        command = parse_event("document.upsert_file", _body(data), TENANTS)
+        assert command.kind == "upsert_file" and command.document_ids == ["travel"]
+        assert command.arguments == {
+            "file": "handbooks/travel.md",
+            "meta": {"tenant_id": "acme", "tags": ["hr"], "document_id": "travel", "scope": "tenant"},
+        }
+        for bad in ("/etc/passwd", "../secrets.md", "a/../../b.md", "a\\b.md", "a\nb.md", ""):
+            poison = _poison("document.upsert_file", _body({**data, "file": bad}))
+            assert poison.reason == "invalid" and "data.file" in poison.detail, bad
+        assert "data.files" in _poison("document.upsert_file", _body({**data, "files": 2})).detail
+        assert "data.content" in _poison("document.upsert_file", _body({**data, "content": "x"})).detail
+        assert _poison("document.upsert_file", _body({**data, "scope": "user"})).reason == "invalid"
