@@ -131,6 +131,14 @@ class EventConsumer:
                 delay = min(10.0, 0.5 * 2 ** min(failures - 1, 5))
                 logger.warning("Event broker unavailable (%s); reconnecting in %.1f s.", error or type(error), delay)
                 self._stop.wait(delay)
+            except Exception:
+                # Anything else (the records database, a bug) must not end the consumer: the broker
+                # redelivers what was not acknowledged, and the attempt count bounds a repeating failure.
+                self.connected.clear()
+                failures += 1
+                delay = min(10.0, 0.5 * 2 ** min(failures - 1, 5))
+                logger.exception("The event consumer failed; reconnecting in %.1f s.", delay)
+                self._stop.wait(delay)
             finally:
                 if connection is not None and connection.is_open:
                     try:
