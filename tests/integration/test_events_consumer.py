@@ -128,6 +128,33 @@ class TestEventsChangeTheIndex:
         snippets = " ".join(result["snippet"] for result in response.json()["result"]["results"])
         assert "Dana" in snippets and "Lee" not in snippets
 
+    def test_a_documents_events_in_one_batch_apply_in_publish_order(self, consuming):
+        server, publisher, _ = consuming
+        steps = [
+            ("document.upsert", _document("log", "The heliotrope log version one mentions copper.")),
+            ("document.upsert", _document("log", "The heliotrope log version two mentions silver.")),
+            ("document.delete", {"tenant_id": "acme", "document_ids": ["log"]}),
+            ("document.upsert", _document("log", "The heliotrope log version three mentions cobalt.")),
+            ("document.flags", {"tenant_id": "acme", "document_ids": ["log"], "tainted": True}),
+        ]
+        # Published back to back: the consumer takes them in one prefetched batch (or a few).
+        ids = [
+            publisher.publish(key, data, occurred_at=T0 + timedelta(days=1, seconds=n))
+            for n, (key, data) in enumerate(steps)
+        ]
+        rows = _wait_handled(server, *ids)
+        assert [rows[event_id]["outcome"] for event_id in ids] == ["applied"] * 5
+        assert _found(server, "heliotrope cobalt") == set()  # tainted last
+        response = server.client.post(
+            "/search/run",
+            json={"query": "heliotrope log", **READER, "k": 10, "search_mode": "keyword",
+                  "filters": {"exclude_tainted": False}},
+        )  # fmt: skip
+        results = response.json()["result"]["results"]
+        assert {result["document_id"] for result in results} == {"log"}
+        snippets = " ".join(result["snippet"] for result in results)
+        assert "cobalt" in snippets and "copper" not in snippets and "silver" not in snippets
+
     def test_task_validated_and_artifact_tainted_with_a_cascade(self, consuming):
         server, publisher, _ = consuming
         validated = publisher.publish(
