@@ -38,11 +38,13 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPChannelError, AMQPConnectionError, ChannelClosed, ConnectionClosed, StreamLostError
+from prometheus_client import Counter
 
 from components.core.document_identity import IndexingValidationError
 from components.services.document_lifecycle import LifecycleError
 from hayhooks_app.events.messages import ROUTING_KEYS, Command, PoisonMessage, parse_event
 from hayhooks_app.events.settings import EventSettings
+from hayhooks_app.metrics import metrics
 from hayhooks_app.service import ServiceContainer
 
 logger = logging.getLogger(__name__)
@@ -52,6 +54,17 @@ DETAIL_HEADER = "x-sourcebound-detail"
 BROKER_ERRORS = (AMQPConnectionError, AMQPChannelError, ConnectionClosed, ChannelClosed, StreamLostError)
 # Input the services refuse is permanent: retrying cannot help.
 PERMANENT_ERRORS = (IndexingValidationError, LifecycleError)
+# On the service's registry, so GET /metrics of a server running the consumer shows it.
+EVENTS_HANDLED = Counter(
+    "rag_events",
+    "Events handled by routing key and outcome (applied, superseded, duplicate, dead_lettered).",
+    ["routing_key", "outcome"],
+    registry=metrics.registry,
+)
+
+
+def _count(routing_key: str, outcome: str) -> None:
+    EVENTS_HANDLED.labels(routing_key if routing_key in ROUTING_KEYS else "other", outcome).inc()
 
 
 @dataclass
@@ -179,6 +192,7 @@ class EventConsumer:
             except PoisonMessage as poison:
                 if poison.event_id and records.event_outcome(poison.event_id) is not None:
                     self._ack(channel, delivery)  # already handled (a redelivery after a crash)
+                    _count(delivery.routing_key, "duplicate")
                     continue
                 self._dead_letter(channel, delivery, poison)
                 continue
@@ -187,6 +201,7 @@ class EventConsumer:
                 group = []
             if records.event_outcome(command.event_id) is not None:
                 self._ack(channel, delivery)
+                _count(delivery.routing_key, "duplicate")
                 continue
             if command.kind == "upsert" and not any(
                 queued.tenant_id == command.tenant_id and queued.document_ids == command.document_ids
@@ -247,8 +262,9 @@ class EventConsumer:
                 continue
             done = [(delivery, command) for delivery, command in pending if command.event_id in outcomes]
             records.record_events([outcomes[command.event_id] for _, command in done])
-            for delivery, _ in done:
+            for delivery, command in done:
                 self._ack(channel, delivery)
+                _count(command.routing_key, outcomes[command.event_id]["outcome"])
             self.handled += len(done)
             items = [(delivery, command) for delivery, command in pending if command.event_id not in outcomes]
             if items:
@@ -395,4 +411,5 @@ class EventConsumer:
                 ]
             )
         self._ack(channel, delivery)
+        _count(delivery.routing_key, "dead_lettered")
         self.handled += 1

@@ -241,3 +241,6 @@ class TestPoisonMessages:
         assert _found(server, "Planted text", exclude_tainted=False) == set()
         assert queue_state(rabbitmq.url, env[QUEUE])[0] == 0
         assert server.process.poll() is None
+        exposition = server.client.get("/metrics").text
+        assert 'rag_events_total{outcome="dead_lettered",routing_key="document.upsert"}' in exposition
+        assert 'rag_events_total{outcome="dead_lettered",routing_key="other"}' in exposition
