@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq serve lint test test-fast test-slow eval bench bench-store bench-quick clean
 
 install: $(STAMP)
 
@@ -33,6 +33,17 @@ provision-browser:
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@test -x $(CHROMIUM) || { echo "Chromium is still missing at $(CHROMIUM): install it (apt-get install chromium) or set CHROMIUM=/path."; exit 1; }
 
+# The event consumer's tests (tests/integration/test_events_*.py) start private RabbitMQ nodes with
+# Debian's rabbitmq-server (docs/events.md). Installed when missing; the system service is not used.
+RABBITMQ_SERVER ?= rabbitmq-server
+
+provision-rabbitmq:
+	@command -v $(RABBITMQ_SERVER) >/dev/null || test -x /usr/sbin/$(RABBITMQ_SERVER) || { \
+		echo "Installing rabbitmq-server for the event consumer tests (apt-get) ..."; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y rabbitmq-server; }
+	@command -v $(RABBITMQ_SERVER) >/dev/null || test -x /usr/sbin/$(RABBITMQ_SERVER) || { \
+		echo "rabbitmq-server is still missing: install it (apt-get install rabbitmq-server)."; exit 1; }
+
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
@@ -42,13 +53,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint provision-browser
+test: lint provision-browser provision-rabbitmq
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) provision-rabbitmq
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP) provision-browser
+test-slow: $(STAMP) provision-browser provision-rabbitmq
 	$(BIN)/python -m pytest -m slow
 
 eval: $(STAMP)

@@ -1,5 +1,6 @@
 """
-``python -m hayhooks_app serve`` (what ``make serve`` runs) and ``python -m hayhooks_app keys ...``.
+``python -m hayhooks_app serve`` (what ``make serve`` runs), ``python -m hayhooks_app keys ...`` and
+``python -m hayhooks_app events`` (the event consumer, docs/events.md).
 
 ``serve`` reads the settings from the environment (``HAYHOOKS_HOST``/``HAYHOOKS_PORT``, default
 127.0.0.1:1416; ``SOURCEBOUND_DATA_DIR``, default ``./data``; see ``README.md``),
@@ -11,7 +12,7 @@ import argparse
 import os
 import sys
 
-from hayhooks_app import cli_keys
+from hayhooks_app import cli_events, cli_keys
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser.add_argument("--data-dir", help="data folder (default SOURCEBOUND_DATA_DIR or ./data)")
     serve_parser.set_defaults(func=serve)
     cli_keys.register(commands)
+    cli_events.register(commands)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
@@ -143,10 +144,13 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app) -> None
                 logger.info("First start: %s", summary)
             await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
             pruning = asyncio.create_task(_prune_periodically(container))
+            events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
             try:
                 yield
             finally:
                 pruning.cancel()
+                if events is not None:
+                    await run_in_threadpool(events.stop)
         container.close()
         shutdown_tracing()
 

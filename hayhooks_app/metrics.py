@@ -16,6 +16,7 @@ Prometheus metrics served at ``GET /metrics`` (names after the DATS RAG service 
 | ``rag_tenant_deletions_total`` / ``rag_tenant_chunks_removed_total`` | counter | | tenant deletes |
 | ``rag_flag_updates_total`` | counter | flag | taint / verify changes (documents) |
 | ``rag_index_size_total`` | gauge | | points in the store, read at scrape time |
+| ``rag_events_total`` | counter | routing_key, outcome | RabbitMQ events handled (docs/events.md) |
 
 Per-tenant or per-project labels are left out on purpose (unbounded cardinality); the query
 log has those. Invalidation ``reason`` is kept as a label only when it is a short slug

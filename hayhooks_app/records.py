@@ -12,6 +12,11 @@ latency, result count, tokens used, action, confidence and the outcome (``ok`` o
 ``reason`` and ``cascade_id``), ``delete_tenant`` and ``flags`` (taint/verify), with the
 document ids and the number of chunks affected.
 
+The event consumer (``hayhooks_app.events``) keeps three more tables (docs/events.md): ``applied_events``
+(each event handled, by id, with its outcome: what makes a redelivered event change nothing),
+``event_positions`` (per document, the publish time of the newest event applied: an older one is
+superseded) and ``event_attempts`` (deliveries of events not yet handled, bounding retries across crashes).
+
 Deleting a tenant (:meth:`RecordStore.erase_tenant`) removes its rows from both tables and leaves one
 ``delete_tenant`` tombstone with counts only; deleting a user (:meth:`RecordStore.erase_user`) removes
 the user's query-log rows (docs/contract.md "Deletion").
@@ -79,6 +84,29 @@ CREATE TABLE IF NOT EXISTS index_events (
 );
 CREATE INDEX IF NOT EXISTS index_events_created_at ON index_events (created_at);
 CREATE INDEX IF NOT EXISTS index_events_tenant ON index_events (tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS applied_events (
+    event_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    routing_key TEXT NOT NULL,
+    tenant_id TEXT,
+    document_ids TEXT,
+    occurred_at INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    details TEXT
+);
+CREATE INDEX IF NOT EXISTS applied_events_tenant ON applied_events (tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS event_positions (
+    tenant_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    occurred_at INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, document_id)
+);
+CREATE TABLE IF NOT EXISTS event_attempts (
+    event_id TEXT PRIMARY KEY,
+    attempts INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
 """
 
 QUERY_LOG_COLUMNS = (
@@ -236,10 +264,13 @@ class RecordStore:
                 "query_log_rows": self._connection.execute(
                     "DELETE FROM query_log WHERE tenant_id = ?", (tenant_id,)
                 ).rowcount,
+                # Consumed events are index changes too: counted with them (docs/events.md).
                 "index_events": self._connection.execute(
                     "DELETE FROM index_events WHERE tenant_id = ?", (tenant_id,)
-                ).rowcount,
+                ).rowcount
+                + self._connection.execute("DELETE FROM applied_events WHERE tenant_id = ?", (tenant_id,)).rowcount,
             }
+            self._connection.execute("DELETE FROM event_positions WHERE tenant_id = ?", (tenant_id,))
             details = {**(counts or {}), **removed}
             self._connection.execute(
                 "INSERT INTO index_events (created_at, event, tenant_id, key_id, chunks, details) "
@@ -278,6 +309,81 @@ class RecordStore:
         self._truncate_wal()
         return removed
 
+    # ------------------------------------------------------------------ consumed events (docs/events.md)
+
+    def event_outcome(self, event_id: str) -> str | None:
+        """The recorded outcome of an event already handled (``applied``, ``superseded``, ``dead_lettered``)."""
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT outcome FROM applied_events WHERE event_id = ?", (event_id,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def event_positions(self, tenant_id: str, document_ids: list[str]) -> dict[str, int]:
+        """Per document, the publish time (microseconds) of the newest event applied to it."""
+        with self._lock:
+            rows = self._connection.execute(
+                "SELECT document_id, occurred_at FROM event_positions WHERE tenant_id = ? AND document_id IN "
+                f"({', '.join('?' * len(document_ids))})",  # noqa: S608 - placeholders only
+                (tenant_id, *document_ids),
+            ).fetchall()
+        return {document_id: occurred_at for document_id, occurred_at in rows}
+
+    def count_event_attempt(self, event_id: str) -> int:
+        """Count one more delivery attempt of an event; returns the attempts so far, this one included."""
+        with self._lock, self._connection:
+            self._connection.execute(
+                "INSERT INTO event_attempts (event_id, attempts, updated_at) VALUES (?, 1, ?) "
+                "ON CONFLICT (event_id) DO UPDATE SET attempts = attempts + 1, updated_at = excluded.updated_at",
+                (event_id, time.time()),
+            )
+            return int(
+                self._connection.execute(
+                    "SELECT attempts FROM event_attempts WHERE event_id = ?", (event_id,)
+                ).fetchone()[0]
+            )
+
+    def record_events(self, events: list[dict[str, Any]]) -> None:
+        """
+        Record handled events in one transaction: the ``applied_events`` row, for ``applied`` ones the new
+        per-document positions, and the end of their attempt count.
+
+        :param events: ``{event_id, routing_key, tenant_id, document_ids, occurred_at, outcome, details?}`` each
+            (``occurred_at`` in microseconds; ``document_ids`` those the event changed).
+        """
+        now = time.time()
+        with self._lock, self._connection:
+            for event in events:
+                self._connection.execute(
+                    "INSERT OR IGNORE INTO applied_events "
+                    "(event_id, created_at, routing_key, tenant_id, document_ids, occurred_at, outcome, details) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        event["event_id"], now, event["routing_key"], event.get("tenant_id"),
+                        json.dumps(event.get("document_ids") or []), int(event["occurred_at"]), event["outcome"],
+                        json.dumps(event["details"], sort_keys=True, default=str) if event.get("details") else None,
+                    ),
+                )  # fmt: skip
+                if event["outcome"] == "applied":
+                    for document_id in event.get("document_ids") or []:
+                        self._connection.execute(
+                            "INSERT INTO event_positions (tenant_id, document_id, occurred_at, event_id) "
+                            "VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, document_id) DO UPDATE SET "
+                            "occurred_at = excluded.occurred_at, event_id = excluded.event_id "
+                            "WHERE excluded.occurred_at >= event_positions.occurred_at",
+                            (event["tenant_id"], document_id, int(event["occurred_at"]), event["event_id"]),
+                        )
+                self._connection.execute("DELETE FROM event_attempts WHERE event_id = ?", (event["event_id"],))
+
+    def applied_events(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest handled events, newest first (``document_ids`` and ``details`` decoded)."""
+        rows = self._select("applied_events", limit, tenant_id, order="created_at DESC, rowid DESC")
+        for row in rows:
+            for column in ("document_ids", "details"):
+                if row[column] is not None:
+                    row[column] = json.loads(row[column])
+        return rows
+
     def _truncate_wal(self) -> None:
         """Copy the WAL into the database and empty it: its older frames still hold the erased rows' pages."""
         with self._lock:
@@ -296,13 +402,13 @@ class RecordStore:
                     row[column] = json.loads(row[column])
         return rows
 
-    def _select(self, table: str, limit: int, tenant_id: str | None) -> list[dict[str, Any]]:
-        sql = f"SELECT * FROM {table}"  # noqa: S608 - table is one of two constants
+    def _select(self, table: str, limit: int, tenant_id: str | None, order: str = "id DESC") -> list[dict[str, Any]]:
+        sql = f"SELECT * FROM {table}"  # noqa: S608 - table and order are constants
         params: tuple = ()
         if tenant_id is not None:
             sql += " WHERE tenant_id = ?"
             params = (tenant_id,)
-        sql += " ORDER BY id DESC LIMIT ?"
+        sql += f" ORDER BY {order} LIMIT ?"
         with self._lock:
             cursor = self._connection.execute(sql, (*params, limit))
             names = [description[0] for description in cursor.description]
