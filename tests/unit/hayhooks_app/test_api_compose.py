@@ -138,7 +138,7 @@ class TestServerProfileLoads:
             for attribute in ("document_store", "_document_store")
             if hasattr(c, attribute)
         }
-        assert stores == {"QdrantDocumentStore"}
+        assert stores == {"TenantQdrantDocumentStore"}
 
     def test_services_accept_the_profile(self, tmp_path, no_network):
         """The app's services build on the server profile (declared inputs and component roles all resolve)."""
