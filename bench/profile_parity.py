@@ -84,6 +84,19 @@ def build_engine(engine: str, data_dir: Path) -> Any:
     return container
 
 
+def _close(container: Any) -> None:
+    """Close every store of the container's pipelines (before their folders are removed) and its records."""
+    from hayhooks_app.service import PIPELINE_KINDS
+
+    for kind in PIPELINE_KINDS:
+        for _name, component in container.pipeline(kind).walk():
+            for attribute in ("document_store", "_document_store"):
+                store = getattr(component, attribute, None)
+                if store is not None and hasattr(store, "close"):
+                    store.close()
+    container.close()
+
+
 def _ask(container: Any, question: Any, k: int) -> dict[str, Any]:
     from hayhooks_app.identity import Identity
 
@@ -154,7 +167,7 @@ def run_parity(questions: int | None = None, k: int = 5, workdir: Path | None = 
         containers = {engine: build_engine(engine, Path(scratch) / engine) for engine in ENGINES}
         answers = {engine: [_ask(containers[engine], q, k) for q in selected] for engine in ENGINES}
         for container in containers.values():
-            container.close()
+            _close(container)
     return compare(selected, answers["edge"], answers["server-profile"], k)
 
 

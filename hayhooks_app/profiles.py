@@ -14,8 +14,9 @@ of every pipeline in step, the server files are generated from the embedded ones
   ``QDRANT_URL``; ``:memory:`` or a folder: qdrant-client's local mode, a test engine);
 * ``QdrantEdgeHybridRetriever`` -> ``TenantQdrantHybridRetriever`` and ``QdrantEdgeBM25Retriever`` ->
   ``TenantQdrantSparseEmbeddingRetriever``, each fed by a new ``Bm25TextEmbedder`` (``<name>_bm25``)
-  that takes over the retriever's ``query`` text input; ``QdrantEdgeEmbeddingRetriever`` ->
-  ``TenantQdrantEmbeddingRetriever`` (qdrant-haystack's retrievers on that store);
+  that takes over the retriever's ``query`` text input, the hybrid one with the Edge retriever's ``rrf_k``
+  (default 60); ``QdrantEdgeEmbeddingRetriever`` -> ``TenantQdrantEmbeddingRetriever`` (qdrant-haystack's
+  retrievers on that store);
 * a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store gets a ``Bm25DocumentEmbedder``
   (``<name>_bm25``) in front,
   so documents carry the same BM25 sparse vectors the Edge store computes itself;
@@ -34,6 +35,7 @@ from typing import Any
 import yaml
 
 from components.core.access_fields import IDENTITY_FIELDS
+from components.document_stores.qdrant_edge.document_store import DEFAULT_RRF_K
 from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
@@ -138,6 +140,9 @@ def to_server_profile(data: dict[str, Any]) -> dict[str, Any]:
             component["init_parameters"] = {
                 key: value for key, value in parameters.items() if key in (*RETRIEVER_PARAMETERS, "document_store")
             }
+            if server_type.endswith("HybridRetriever"):
+                # The same RRF constant as the Edge retriever (qdrant-haystack would leave Qdrant's default of 2).
+                component["init_parameters"]["rrf_k"] = parameters.get("rrf_k", DEFAULT_RRF_K)
             if sparse:
                 added[f"{name}_bm25"] = {"type": BM25_TEXT, "init_parameters": dict(bm25)}
                 _redirect(data, f"{name}.query", f"{name}_bm25.text")

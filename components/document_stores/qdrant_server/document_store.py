@@ -1,7 +1,7 @@
 """
 qdrant-haystack's ``QdrantDocumentStore`` as the Qdrant-server profile needs it.
 
-Two differences from the upstream store, nothing else:
+Three differences from the upstream store, nothing else:
 
 * **Per-tenant point ids** (docs/contract.md, "Document ids"): a document's point id is
   ``uuid5(NS, json([tenant_id, id]))`` when it has a string ``meta.tenant_id`` (upstream:
@@ -13,6 +13,8 @@ Two differences from the upstream store, nothing else:
   document missing and no stale tail is left. Every sourcebound operation selects by filter, so a
   collection written with upstream ids is moved over by re-indexing (the filter-based replace
   removes the old points).
+* **Hybrid candidates as on the Edge store**: each stage of the RRF fusion takes ``max(4 * top_k, 40)``
+  candidates (upstream: Qdrant's default of 10), so both engines fuse the same lists.
 * **A local test engine** (``local_location``, from ``SOURCEBOUND_QDRANT_LOCATION``): ``":memory:"``
   or a folder runs qdrant-client's local mode in the process instead of connecting to ``url``. It
   is a pure-Python brute-force engine for tests and trials, never for production. qdrant-client
@@ -40,10 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, default_to_dict
+from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from haystack_integrations.document_stores.qdrant.converters import (
+    DENSE_VECTORS_NAME,
+    SPARSE_VECTORS_NAME,
     UUID_NAMESPACE,
     convert_haystack_documents_to_qdrant_points,
     convert_id,
@@ -290,6 +295,51 @@ class TenantQdrantDocumentStore(QdrantDocumentStore):
         if selected is None:
             raise ValueError("replace_documents needs delete_filters that select the old version.")
         return rest.Filter(must=[selected], must_not=[rest.HasIdCondition(has_id=exclude)] if exclude else None)
+
+    def _query_hybrid(
+        self,
+        query_embedding: list[float],
+        query_sparse_embedding: SparseEmbedding,
+        filters: dict[str, Any] | rest.Filter | None = None,
+        top_k: int = 10,
+        return_embedding: bool = False,
+        score_threshold: float | None = None,
+        group_by: str | None = None,
+        group_size: int | None = None,
+        rrf_k: int | None = None,
+        rrf_weights: list[float] | None = None,
+    ) -> list[Document]:
+        """
+        qdrant-haystack's hybrid query with ``max(4 * top_k, 40)`` candidates per stage, as the Edge store takes.
+
+        Upstream leaves the prefetch limit at Qdrant's default (10), so RRF would fuse fewer candidates than on the
+        Edge store and rank differently; grouped queries and the rest of the query are upstream's.
+        """
+        if group_by or rrf_weights is not None:
+            return super()._query_hybrid(
+                query_embedding, query_sparse_embedding, filters, top_k, return_embedding, score_threshold,
+                group_by, group_size, rrf_k, rrf_weights,
+            )  # fmt: skip
+        self._initialize_client()
+        if not self.use_sparse_embeddings:
+            raise ValueError("Hybrid retrieval needs a store created with use_sparse_embeddings=True.")
+        qdrant_filter = convert_filters_to_qdrant(filters)
+        candidates = max(4 * top_k, 40)
+        sparse = rest.SparseVector(indices=query_sparse_embedding.indices, values=query_sparse_embedding.values)
+        fusion = rest.RrfQuery(rrf=rest.Rrf(k=rrf_k)) if rrf_k is not None else rest.FusionQuery(fusion=rest.Fusion.RRF)
+        points = self._client.query_points(
+            collection_name=self.index,
+            prefetch=[
+                rest.Prefetch(query=sparse, using=SPARSE_VECTORS_NAME, filter=qdrant_filter, limit=candidates),
+                rest.Prefetch(query=query_embedding, using=DENSE_VECTORS_NAME, filter=qdrant_filter, limit=candidates),
+            ],
+            query=fusion,
+            limit=top_k,
+            score_threshold=score_threshold,
+            with_payload=True,
+            with_vectors=return_embedding,
+        ).points
+        return self._process_query_point_results(points)
 
     def _by_haystack_id(self, ids: list[str]) -> rest.Filter:
         return rest.Filter(must=[rest.FieldCondition(key="id", match=rest.MatchAny(any=list(ids)))])
