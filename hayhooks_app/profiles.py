@@ -6,13 +6,17 @@ with a Qdrant server (docker-compose, several stateless API replicas) the same p
 on qdrant-haystack's ``QdrantDocumentStore`` instead. Rather than keep two hand-edited copies
 of every pipeline in step, the server files are generated from the embedded ones by these rules:
 
-* every ``QdrantEdgeDocumentStore`` -> ``QdrantDocumentStore(url=${QDRANT_URL}, index=${QDRANT_COLLECTION},
-  use_sparse_embeddings=True, sparse_idf=True)`` with the same ``embedding_dim`` and payload
-  indexes on the access fields;
-* ``QdrantEdgeHybridRetriever`` -> ``QdrantHybridRetriever`` and ``QdrantEdgeBM25Retriever`` ->
-  ``QdrantSparseEmbeddingRetriever``, each fed by a new ``Bm25TextEmbedder`` (``<name>_bm25``)
-  that takes over the retriever's ``query`` text input; ``QdrantEdgeEmbeddingRetriever`` ->
-  ``QdrantEmbeddingRetriever``;
+* every ``QdrantEdgeDocumentStore`` -> ``TenantQdrantDocumentStore`` (qdrant-haystack's
+  ``QdrantDocumentStore`` with per-tenant point ids, ``components.document_stores.qdrant_server``)
+  with ``url=${QDRANT_URL}``, ``index=${QDRANT_COLLECTION}``, ``use_sparse_embeddings=True``,
+  ``sparse_idf=True``, the same ``embedding_dim``, payload indexes on the access fields and the
+  Haystack id, and ``local_location=${SOURCEBOUND_QDRANT_LOCATION}`` (unset: the server at
+  ``QDRANT_URL``; ``:memory:`` or a folder: qdrant-client's local mode, a test engine);
+* ``QdrantEdgeHybridRetriever`` -> ``TenantQdrantHybridRetriever`` and ``QdrantEdgeBM25Retriever`` ->
+  ``TenantQdrantSparseEmbeddingRetriever``, each fed by a new ``Bm25TextEmbedder`` (``<name>_bm25``)
+  that takes over the retriever's ``query`` text input, the hybrid one with the Edge retriever's ``rrf_k``
+  (default 60); ``QdrantEdgeEmbeddingRetriever`` -> ``TenantQdrantEmbeddingRetriever`` (qdrant-haystack's
+  retrievers on that store);
 * a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store gets a ``Bm25DocumentEmbedder``
   (``<name>_bm25``) in front,
   so documents carry the same BM25 sparse vectors the Edge store computes itself;
@@ -31,6 +35,7 @@ from typing import Any
 import yaml
 
 from components.core.access_fields import IDENTITY_FIELDS
+from components.document_stores.qdrant_edge.document_store import DEFAULT_RRF_K
 from components.services.pipeline_loader import PIPELINES_DIR
 
 SERVER_PROFILE_DIR = PIPELINES_DIR / "profiles" / "server"
@@ -38,8 +43,8 @@ PROFILE_SOURCES = ("indexing", "search", "query", "query_ollama", "enrich")
 
 EDGE_STORE = "components.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore"
 EDGE_RETRIEVERS = "components.retrievers.qdrant_edge"
-SERVER_STORE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
-SERVER_RETRIEVERS = "haystack_integrations.components.retrievers.qdrant.retriever"
+SERVER_STORE = "components.document_stores.qdrant_server.document_store.TenantQdrantDocumentStore"
+SERVER_RETRIEVERS = "components.retrievers.qdrant_server.tenant_retrievers"
 BM25_TEXT = "components.embedders.bm25_embedders.Bm25TextEmbedder"
 BM25_DOCUMENTS = "components.embedders.bm25_embedders.Bm25DocumentEmbedder"
 WRITERS = (
@@ -49,27 +54,29 @@ WRITERS = (
 # Edge retriever -> (server retriever, whether it takes a BM25 query vector).
 RETRIEVERS = {
     f"{EDGE_RETRIEVERS}.hybrid_retriever.QdrantEdgeHybridRetriever": (
-        f"{SERVER_RETRIEVERS}.QdrantHybridRetriever",
+        f"{SERVER_RETRIEVERS}.TenantQdrantHybridRetriever",
         True,
     ),
     f"{EDGE_RETRIEVERS}.bm25_retriever.QdrantEdgeBM25Retriever": (
-        f"{SERVER_RETRIEVERS}.QdrantSparseEmbeddingRetriever",
+        f"{SERVER_RETRIEVERS}.TenantQdrantSparseEmbeddingRetriever",
         True,
     ),
     f"{EDGE_RETRIEVERS}.embedding_retriever.QdrantEdgeEmbeddingRetriever": (
-        f"{SERVER_RETRIEVERS}.QdrantEmbeddingRetriever",
+        f"{SERVER_RETRIEVERS}.TenantQdrantEmbeddingRetriever",
         False,
     ),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
-# Payload indexes of the server collection: the access rule's fields and the document id.
+# Payload indexes of the server collection: the access rule's fields and the document id (under ``meta.``), and the
+# Haystack id (``id``), which get_documents_by_id and delete_documents select by.
 INDEXED_FIELDS = IDENTITY_FIELDS
 
 HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.
 # Qdrant-server profile: the same pipeline on qdrant-haystack's QdrantDocumentStore at the
 # QDRANT_URL server (collection QDRANT_COLLECTION), with BM25 sparse vectors from
-# components.embedders.bm25_embedders. See hayhooks_app/profiles.py for the rules.
+# components.embedders.bm25_embedders. SOURCEBOUND_QDRANT_LOCATION (":memory:" or a folder) runs it
+# on qdrant-client's local mode instead: a TEST engine only. See hayhooks_app/profiles.py for the rules.
 """
 
 
@@ -79,6 +86,7 @@ def server_store(edge_parameters: dict[str, Any]) -> dict[str, Any]:
         "type": SERVER_STORE,
         "init_parameters": {
             "url": "${QDRANT_URL:-http://localhost:6333}",
+            "local_location": "${SOURCEBOUND_QDRANT_LOCATION:-}",
             "index": "${QDRANT_COLLECTION:-sourcebound}",
             "embedding_dim": edge_parameters.get("embedding_dim", 384),
             "similarity": edge_parameters.get("similarity", "cosine"),
@@ -86,7 +94,8 @@ def server_store(edge_parameters: dict[str, Any]) -> dict[str, Any]:
             "sparse_idf": True,
             "recreate_index": False,
             "payload_fields_to_index": [
-                {"field_name": f"meta.{field}", "field_schema": "keyword"} for field in INDEXED_FIELDS
+                *({"field_name": f"meta.{field}", "field_schema": "keyword"} for field in INDEXED_FIELDS),
+                {"field_name": "id", "field_schema": "keyword"},
             ],
         },
     }
@@ -131,6 +140,9 @@ def to_server_profile(data: dict[str, Any]) -> dict[str, Any]:
             component["init_parameters"] = {
                 key: value for key, value in parameters.items() if key in (*RETRIEVER_PARAMETERS, "document_store")
             }
+            if server_type.endswith("HybridRetriever"):
+                # The same RRF constant as the Edge retriever (qdrant-haystack would leave Qdrant's default of 2).
+                component["init_parameters"]["rrf_k"] = parameters.get("rrf_k", DEFAULT_RRF_K)
             if sparse:
                 added[f"{name}_bm25"] = {"type": BM25_TEXT, "init_parameters": dict(bm25)}
                 _redirect(data, f"{name}.query", f"{name}_bm25.text")

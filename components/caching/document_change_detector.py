@@ -17,7 +17,7 @@ they change through ``document_lifecycle.set_flags``, and an unchanged re-index
 keeps them.
 
 Document ids are per tenant (docs/contract.md "Document ids"): on a store whose
-point ids derive from the tenant (``ids_per_tenant = True``, the Qdrant Edge store)
+point ids derive from the tenant (``ids_per_tenant = True``: the Qdrant Edge store and the server profile's)
 another tenant's documents are never looked at, so the plan of a document never
 depends on whether another tenant uses its id. On any other store (chunk ids
 ``document_id:chunk_index`` would collide across tenants) a ``document_id`` that

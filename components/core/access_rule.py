@@ -44,8 +44,15 @@ from haystack import Document, default_from_dict, default_to_dict
 ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope"})
 # The query `scope` values: each keeps one branch of the rule; None keeps all of them.
 QUERY_SCOPES = ("project", "user", "tenant", "public")
-# A filter no document matches (an empty id list), for a narrowing that leaves no branch.
-_MATCH_NOTHING: dict[str, Any] = {"field": "id", "operator": "in", "value": []}
+# A filter no document matches, for a narrowing that leaves no branch: a contradiction, not an empty `in` list,
+# which qdrant-haystack turns into an empty `should` that Qdrant reads as "match everything".
+_MATCH_NOTHING: dict[str, Any] = {
+    "operator": "AND",
+    "conditions": [
+        {"field": "meta.scope", "operator": "==", "value": "public"},
+        {"field": "meta.scope", "operator": "!=", "value": "public"},
+    ],
+}
 
 
 def _flag_conditions(verified_only: bool, exclude_tainted: bool) -> list[dict[str, Any]]:

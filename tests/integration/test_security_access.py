@@ -16,8 +16,14 @@ every result, citation, snippet, canary anywhere in the body, answer sentence an
 marker must come from a document the requester may see. Smuggling attempts must be a 4xx or
 be harmless (the same check passes).
 
-The corpus seed and the number of examples can be changed with ``SOURCEBOUND_ACCESS_SEED`` and
-``SOURCEBOUND_ACCESS_EXAMPLES`` (default 100, i.e. 300 probes).
+Every server runs once per engine (``support.engines``): the Edge store and the Qdrant-server profile
+on qdrant-client's local engine, whose filters go through qdrant-haystack's conversion. After each
+engine's probes, the server log must hold no access-guard violation: the store's own filter kept
+everything out, the guard had nothing to drop.
+
+The corpus seed and the number of examples can be changed with ``SOURCEBOUND_ACCESS_SEED``,
+``SOURCEBOUND_ACCESS_EXAMPLES`` (default 100, i.e. 300 probes) and, for the slower local engine of the
+server profile, ``SOURCEBOUND_ACCESS_EXAMPLES_PROFILE`` (default 50).
 """
 
 import json
@@ -32,6 +38,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from support.api_server import ApiServer, error_of
+from support.engines import ENGINES, access_violations, engine_env
 from support.reliability_support import (
     INSUFFICIENT,
     SOURCE_ID_RE,
@@ -48,6 +55,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SEED = int(os.environ.get("SOURCEBOUND_ACCESS_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("SOURCEBOUND_ACCESS_EXAMPLES", "100"))
+PROFILE_EXAMPLES = int(os.environ.get("SOURCEBOUND_ACCESS_EXAMPLES_PROFILE", "50"))
+
+
+def examples(server) -> int:
+    """Hypothesis examples for this server's engine (the server profile's local engine is brute force)."""
+    return PROFILE_EXAMPLES if server.engine == "server-profile" else EXAMPLES
+
 
 TENANTS = ["acme", "globex", "日本商事", "$or"]
 TENANT_LOOKALIKES = [
@@ -155,11 +169,12 @@ def build_corpus(rng: random.Random) -> Corpus:
     return corpus
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with ApiServer(
-        tmp_path_factory.mktemp("access") / "data", env={"SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
-    ) as running:
+@pytest.fixture(scope="module", params=ENGINES)
+def server(request, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp(f"access-{request.param}") / "data"
+    env = {"SOURCEBOUND_BOOTSTRAP_CORPUS": "false", **engine_env(request.param, data_dir)}
+    with ApiServer(data_dir, env=env) as running:
+        running.engine = request.param
         yield running
 
 
@@ -458,7 +473,7 @@ def test_no_response_shows_an_invisible_document(server, corpus):
     http = server.client
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=examples(server),
         deadline=None,
         database=None,
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
@@ -498,7 +513,7 @@ def test_no_response_shows_an_invisible_document(server, corpus):
         f"smuggles rejected: {stats.rejected_smuggles}, harmless: {stats.harmless_smuggles}; "
         f"complete-recall checks: {stats.complete_checks}"
     )
-    assert stats.probes >= 3 * min(EXAMPLES, 20)
+    assert stats.probes >= 3 * min(examples(server), 20)
     # Not vacuous: a good share of the requests did see documents (and none saw too many).
     assert stats.non_empty >= stats.probes // 10
 
@@ -672,8 +687,6 @@ def test_other_tenants_cannot_change_or_delete_documents(server, corpus):
 
 # ---------------------------------------------------------------------- api_key mode: who may act for whom
 
-KEY_EXAMPLES = max(10, EXAMPLES // 3)
-
 
 @dataclass
 class ProbeKey:
@@ -691,12 +704,12 @@ class ProbeKey:
         return any(fnmatch.fnmatchcase(user_id, pattern) for pattern in self.act_as_users or ())
 
 
-@pytest.fixture(scope="module")
-def key_server(tmp_path_factory):
+@pytest.fixture(scope="module", params=ENGINES)
+def key_server(request, tmp_path_factory):
     """The same corpus on a server in api_key mode, indexed by per-tenant writer keys; read keys of every kind."""
     from hayhooks_app import cli_keys
 
-    data_dir = tmp_path_factory.mktemp("access-keys") / "data"
+    data_dir = tmp_path_factory.mktemp(f"access-keys-{request.param}") / "data"
     keys_file = data_dir / "api_keys.json"
     data_dir.mkdir(parents=True)
     corpus = build_corpus(random.Random(SEED))
@@ -711,8 +724,13 @@ def key_server(tmp_path_factory):
             tags = rng.sample(TAGS, rng.choice([2, 6, len(TAGS)]))
             key = cli_keys.register_key(keys_file, tenant_id=tenant, tags=tags, **grant)[0]
             readers.append(ProbeKey(key, tenant, tags, grant.get("user_id"), grant.get("act_as_users")))
-    env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
+    env = {
+        "SOURCEBOUND_AUTH_MODE": "api_key",
+        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        **engine_env(request.param, data_dir),
+    }
     with ApiServer(data_dir, env=env) as running:
+        running.engine = request.param
         for tenant in TENANTS:
             mine = [document for document in corpus.documents if document.tenant_id == tenant]
             headers = {"Authorization": f"Bearer {writers[tenant]}"}
@@ -768,7 +786,9 @@ def test_api_key_mode_no_key_reads_beyond_its_grant(key_server):
     http, corpus = key_server.client, key_server.corpus
     stats = {"refused": 0, "answered": 0, "non_empty": 0, "delegated": 0}
 
-    @settings(max_examples=KEY_EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    key_examples = max(10, examples(key_server) // 3)
+
+    @settings(max_examples=key_examples, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(probe=key_probes(key_server.readers))
     def check(probe):
         reader, body = probe["reader"], probe["body"]
@@ -813,3 +833,18 @@ def test_api_key_mode_no_key_reads_beyond_its_grant(key_server):
     check()
     print(f"\napi_key probes: {stats}")
     assert stats["refused"] and stats["answered"] and stats["delegated"] and stats["non_empty"]
+
+
+# ---------------------------------------------------------------------- the guard had nothing to drop
+
+
+def test_the_guard_dropped_nothing(server):
+    """
+    Runs after the engine's probes (a module-scoped server runs its tests together): the store's filter alone kept
+    every invisible chunk out, so the access guard's violation count is 0.
+    """
+    assert access_violations(server.log_path) == [], server.engine
+
+
+def test_the_guard_dropped_nothing_in_api_key_mode(key_server):
+    assert access_violations(key_server.log_path) == [], key_server.engine

@@ -158,15 +158,20 @@ class StoreSnapshot:
         return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def store_snapshot(qdrant_path: Path | str) -> StoreSnapshot:
+def store_snapshot(qdrant_path: Path | str, engine: str = "edge") -> StoreSnapshot:
     """
     Open the shard folder (no server may hold it), read every point, close it again.
 
     Opening also proves the shard is loadable: after a crash this is where the write-ahead log is replayed.
+    ``engine="server-profile"`` reads a local-mode folder of the server profile instead (``support.engines``).
     """
     from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+    from support.engines import open_local_copy
 
-    store = QdrantEdgeDocumentStore(path=str(qdrant_path))
+    if engine == "server-profile":
+        store = open_local_copy(Path(qdrant_path))
+    else:
+        store = QdrantEdgeDocumentStore(path=str(qdrant_path))
     try:
         count, content_digest = index_checksum(store)
         documents = sorted(store.filter_documents(), key=lambda d: d.id)
@@ -184,7 +189,13 @@ def live_snapshot(data_dir: Path) -> StoreSnapshot:
     Snapshot a running server's store without stopping it: copy its shard folder (the server must be
     idle: no request in flight) and open the copy, which replays the copied write-ahead log.
     """
+    from support.engines import LOCAL_FOLDER, engine_of
+
     with tempfile.TemporaryDirectory(prefix="sb-snapshot-") as scratch:
+        if engine_of(data_dir) == "server-profile":  # qdrant-client's local mode (support.engines)
+            copy = Path(scratch) / LOCAL_FOLDER
+            shutil.copytree(Path(data_dir) / LOCAL_FOLDER, copy)
+            return store_snapshot(copy, engine="server-profile")
         copy = Path(scratch) / "qdrant"
         shutil.copytree(Path(data_dir) / "qdrant", copy)
         return store_snapshot(copy)

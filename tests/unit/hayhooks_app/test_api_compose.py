@@ -113,6 +113,17 @@ class TestServerProfile:
         assert receivers["retriever.query_sparse_embedding"] == "retriever_bm25.sparse_embedding"
         assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "classifier.retrieval_query"
 
+    def test_hybrid_fuses_like_the_edge_retriever_and_the_store_takes_the_test_location(self):
+        from components.document_stores.qdrant_edge.document_store import DEFAULT_RRF_K
+
+        data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "search.yml").read_text()))
+        hybrid = data["components"]["hybrid_retriever"]["init_parameters"]
+        assert hybrid["rrf_k"] == DEFAULT_RRF_K
+        store = hybrid["document_store"]["init_parameters"]
+        assert store["local_location"] == "${SOURCEBOUND_QDRANT_LOCATION:-}"
+        assert store["url"] == "${QDRANT_URL:-http://localhost:6333}"
+        assert {"field_name": "id", "field_schema": "keyword"} in store["payload_fields_to_index"]
+
     def test_writer_gets_bm25_document_vectors(self):
         data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "indexing.yml").read_text()))
         receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
@@ -138,7 +149,7 @@ class TestServerProfileLoads:
             for attribute in ("document_store", "_document_store")
             if hasattr(c, attribute)
         }
-        assert stores == {"QdrantDocumentStore"}
+        assert stores == {"TenantQdrantDocumentStore"}
 
     def test_services_accept_the_profile(self, tmp_path, no_network):
         """The app's services build on the server profile (declared inputs and component roles all resolve)."""

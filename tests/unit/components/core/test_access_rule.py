@@ -129,12 +129,24 @@ class TestAccessRule:
         assert "scope" in AccessRule("acme", ("hr",)).violation(document)
 
 
+def _edge_store(tmp_path):
+    from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+
+    return QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=8)
+
+
+def _server_store(tmp_path):
+    # The server profile's store on qdrant-client's local engine: its filters go through qdrant-haystack's conversion.
+    from components.document_stores.qdrant_server import TenantQdrantDocumentStore
+
+    return TenantQdrantDocumentStore(local_location=str(tmp_path / "qdrant-local"), index="rule", embedding_dim=8)
+
+
 @pytest.mark.integration
 class TestAccessRuleInTheStore:
-    def test_store_filter_and_python_check_agree(self, tmp_path):
-        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
-
-        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=8)
+    @pytest.mark.parametrize("make_store", [_edge_store, _server_store], ids=["edge", "server-profile"])
+    def test_store_filter_and_python_check_agree(self, tmp_path, make_store):
+        store = make_store(tmp_path)
         corpus = _corpus()
         store.write_documents(corpus)
         for rule in REQUESTS:
@@ -142,3 +154,4 @@ class TestAccessRuleInTheStore:
             from_python = {doc.id for doc in corpus if rule.allows(doc)}
             assert from_store == from_python, rule
         assert not {doc.id for doc in store.filter_documents(REQUESTS[-1].to_filters())}
+        store.close()
