@@ -61,7 +61,7 @@ _NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
 # a time or a limit is answered by a number; one asking for an option, field or path by a code-like token; a
 # place by a path or a name. A sentence that holds such a token the question does not is likelier the answer.
 _QUANTITY_QUESTION_RE = re.compile(
-    r"\b(?:how (?:many|much|long|often|far|big|large|old|soon|high|low)|when|what (?:year|date|time|size|"
+    r"^\W*when\b|\b(?:how (?:many|much|long|often|far|big|large|old|soon|high|low)|what (?:year|date|time|size|"
     r"percentage|number|amount|duration|limit|maximum|minimum|ceiling|timeout|version)|which (?:\w+ )?(?:year|date|"
     r"version|release))\b",
     re.IGNORECASE,
@@ -72,21 +72,25 @@ _CODE_QUESTION_RE = re.compile(
     r"name|mode|unit|action|type)s?\b",
     re.IGNORECASE,
 )
-_PLACE_QUESTION_RE = re.compile(r"\bwhere\b", re.IGNORECASE)
+_PLACE_QUESTION_RE = re.compile(r"^\W*where\b", re.IGNORECASE)
+# "What is the default ...", "..., by default?": a default is a value, a number or a code-like token.
+_VALUE_QUESTION_RE = re.compile(r"\bdefaults?\b", re.IGNORECASE)
 _CODE_TOKEN_RE = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*|(?<!\w)/[\w.@%-]+(?:/[\w.@%-]+)*|\b\w+(?:[=:]|\(\d\))|[\"“`'][^\"”`']{1,40}[\"”`']|"
-    r"\b[A-Za-z_][\w]*(?:[_.][\w]+)+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b|\b[A-Z]{2,}\b"
+    r"\b[A-Za-z_][\w]*(?:[_.][\w]+)+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b"
 )
 
 
 def answer_type(query: str) -> str | None:
-    """``quantity``, ``code`` or ``place`` when the question asks for one (see above), else ``None``."""
+    """``quantity``, ``code``, ``place`` or ``value`` when the question asks for one (see above), else ``None``."""
     if _QUANTITY_QUESTION_RE.search(query):
         return "quantity"
     if _CODE_QUESTION_RE.search(query):
         return "code"
     if _PLACE_QUESTION_RE.search(query):
         return "place"
+    if _VALUE_QUESTION_RE.search(query):
+        return "value"
     return None
 
 
@@ -98,6 +102,8 @@ def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
         tokens = _NUMBER_RE.findall(sentence)
     elif kind == "code":
         tokens = _CODE_TOKEN_RE.findall(sentence)
+    elif kind == "value":
+        tokens = _NUMBER_RE.findall(sentence) + _CODE_TOKEN_RE.findall(sentence)
     else:
         tokens = _CODE_TOKEN_RE.findall(sentence) + [name for name in _NAME_RE.findall(sentence)[1:] if len(name) > 1]
     asked = query.lower()
@@ -317,34 +323,40 @@ class SentenceReader:
         return scored
 
     def _completion(
-        self, query: str, best: dict[str, Any], chosen: list[dict[str, Any]], scored: list[dict[str, Any]]
+        self, query: str, chosen: list[dict[str, Any]], scored: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """
-        The sentence that completes the answer from the best sentence's own block, when the question asks for a
+        The sentence that completes the answer from a chosen sentence's own block, when the question asks for a
         kind of token (a value, an option name) that no chosen sentence holds: the nearest sentence of that block
         holding one ("RuntimeDirectorySize= Sets the size limit ..." + "Defaults to 10%."; "This option forces
-        TCP." + its entry's head "use-vc ..."). ``None`` when nothing needs or offers completing.
+        TCP." + its entry's head "use-vc ..."). The best sentence's block is searched first, then the others' in
+        rank order. ``None`` when nothing needs or offers completing.
         """
         if not self.answer_type_weight or answer_type(query) is None or any(entry["typed"] for entry in chosen):
             return None
-        meta = best["sentence"].meta or {}
-        if meta.get("block") is None:
-            return None
         taken = {id(entry) for entry in chosen}
-        candidates = [
-            entry
-            for entry in scored
-            if entry["typed"]
-            and id(entry) not in taken
-            and _source(entry["sentence"]) == _source(best["sentence"])
-            and (entry["sentence"].meta or {}).get("block") == meta.get("block")
-        ]
-        position = int(meta.get("position", 0))
-
-        def distance(entry: dict[str, Any]) -> tuple[int, tuple[int, int]]:
-            return abs(int((entry["sentence"].meta or {}).get("position", 0)) - position), _order(entry["sentence"])
-
-        return min(candidates, key=distance, default=None)
+        for anchor in chosen:
+            meta = anchor["sentence"].meta or {}
+            if meta.get("block") is None:
+                continue
+            position = int(meta.get("position", 0))
+            candidates = [
+                entry
+                for entry in scored
+                if entry["typed"]
+                and id(entry) not in taken
+                and _source(entry["sentence"]) == _source(anchor["sentence"])
+                and (entry["sentence"].meta or {}).get("block") == meta.get("block")
+            ]
+            if candidates:
+                return min(
+                    candidates,
+                    key=lambda entry: (
+                        abs(int((entry["sentence"].meta or {}).get("position", 0)) - position),
+                        _order(entry["sentence"]),
+                    ),
+                )
+        return None
 
     def support(self, decision: float) -> float:
         """
@@ -413,7 +425,7 @@ class SentenceReader:
             if length + added <= self.max_answer_chars:
                 chosen.append(entry)
                 length += added
-        completion = self._completion(query, best, chosen, scored)
+        completion = self._completion(query, chosen, scored)
         if completion is not None and length + len(_part(completion["sentence"])) + 1 <= self.max_answer_chars:
             chosen.append(completion)
         chosen.sort(key=lambda entry: _order(entry["sentence"]))

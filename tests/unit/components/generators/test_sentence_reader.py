@@ -155,6 +155,10 @@ class TestSentenceReader:
         assert answer_type("Which resolver option forces DNS lookups over TCP?") == "code"
         assert answer_type("What prefix should custom keys carry?") == "code"
         assert answer_type("Where should operator keyrings be kept?") == "place"
+        assert answer_type("What is the default size cap on the runtime directory?") == "value"
+        # "when" inside a question is a condition, not a question about time.
+        assert answer_type("What does fsck fall back to when it can't work out the type?") is None
+        assert answer_type("When was the Atlas service launched?") == "quantity"
         assert answer_type("Why are contractors not eligible?") is None
 
     def test_has_answer_token_ignores_tokens_the_question_holds(self):
@@ -164,6 +168,9 @@ class TestSentenceReader:
         assert not has_answer_token("This option forces the use of TCP.", "code", "Which option forces TCP?")
         assert has_answer_token("Keep them in /etc/apt/keyrings.", "place", "Where are keyrings kept?")
         assert not has_answer_token("Defaults to 30s.", None, "Why?")
+        assert has_answer_token('Defaults to "no".', "value", "What is the default?")
+        # A bare acronym is not a code-like token: "DNS" does not answer "which option".
+        assert not has_answer_token("Some DNS servers cannot handle this.", "code", "Which option helps?")
 
     def test_run_typed_sentence_wins_a_near_tie(self):
         query = "How many pairs can a sortlist line hold?"
