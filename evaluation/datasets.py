@@ -311,6 +311,16 @@ def load_directory(path: str | os.PathLike = SAMPLE_DIRECTORY) -> dict[str, list
     return {"users": list(data["users"]), "tags": list(data["tags"])}
 
 
+def read_shared_json(path: Path) -> Any:
+    """A JSON dataset file; a missing one names the setting that points at the shared folder."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise DatasetError(
+            f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`."
+        ) from error
+
+
 def load_squad(
     path: str | os.PathLike,
     name: str | None = None,
@@ -328,12 +338,7 @@ def load_squad(
     :param id_prefix: Prefix of document ids (``{prefix}-p00``); defaults to the first article's title.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DatasetError(
-            f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`."
-        ) from error
+    data = read_shared_json(path)
     articles = data.get("data") if isinstance(data, Mapping) else None
     if not articles:
         raise DatasetError(f"{path}: not a SQuAD file (no `data` list).")
@@ -399,12 +404,7 @@ def load_manpages(path: str | os.PathLike | None = None) -> EvalDataset:
     every page. The reader's reference-manual genre: option names, defaults, paths.
     """
     path = Path(path) if path else shared_dir() / MANPAGES_RELATIVE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DatasetError(
-            f"{path} does not exist; set SOURCEBOUND_SHARED_DIR to the folder that holds `datasets/`."
-        ) from error
+    data = read_shared_json(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("docs"), list):
         raise DatasetError(f"{path}: not a manpages-dev file (no `docs` list).")
     tenant_id, tags = "ops", ("manuals",)

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.api_server import ApiServer, error_of
+from support.api_server import ApiServer, error_of, post
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +39,6 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def http(server):
     return server.client
-
-
-def post(http, path, body, status=200):
-    response = http.post(path, json=body)
-    assert response.status_code == status, response.text[:1000]
-    return response.json()["result"] if status == 200 else response.json()
 
 
 def search(http, query, identity=ACME, **options):

@@ -10,7 +10,7 @@ extractive answer and the OpenAI-compatible route. The corpus is small: the loca
 """
 
 import pytest
-from support.api_server import ApiServer, error_of
+from support.api_server import ApiServer, error_of, post
 from support.engines import access_violations, engine_env
 from support.reliability_support import live_snapshot
 
@@ -48,12 +48,6 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def http(server):
     return server.client
-
-
-def post(http, path, body, status=200):
-    response = http.post(path, json=body)
-    assert response.status_code == status, response.text[:1000]
-    return response.json()["result"] if status == 200 else response.json()
 
 
 def doc(tenant_id: str, document_id: str, content: str) -> dict:

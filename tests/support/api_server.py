@@ -137,3 +137,10 @@ def error_of(response: httpx.Response, status: int, error_type: str | None = Non
     if error_type is not None:
         assert body["error"] == error_type, body
     return body["message"]
+
+
+def post(http: httpx.Client, path: str, body: dict, status: int = 200) -> Any:
+    """POST ``body``; assert the status; a 200's ``result``, or the error body otherwise."""
+    response = http.post(path, json=body)
+    assert response.status_code == status, response.text[:1000]
+    return response.json()["result"] if status == 200 else response.json()
