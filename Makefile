@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser provision-git serve lint test test-fast test-slow eval bench bench-store bench-quick clean
 
 install: $(STAMP)
 
@@ -33,6 +33,11 @@ provision-browser:
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@test -x $(CHROMIUM) || { echo "Chromium is still missing at $(CHROMIUM): install it (apt-get install chromium) or set CHROMIUM=/path."; exit 1; }
 
+# Git sources sync through the git binary (components/services/git_mirror.py); their tests make real repositories.
+provision-git:
+	@command -v git >/dev/null || { echo "Installing git for the source-sync tests (apt-get) ..."; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y git; }
+
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
@@ -42,13 +47,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint provision-browser
+test: lint provision-browser provision-git
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) provision-git
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP) provision-browser
+test-slow: $(STAMP) provision-browser provision-git
 	$(BIN)/python -m pytest -m slow
 
 eval: $(STAMP)

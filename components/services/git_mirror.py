@@ -151,6 +151,19 @@ class GitMirror:
                 files[path] = blob
         return files
 
+    def blob_sizes(self, blobs: list[str]) -> dict[str, int]:
+        """The sizes of many blobs in bytes (``git cat-file --batch-check``), without reading them."""
+        if not blobs:
+            return {}
+        unique = list(dict.fromkeys(blobs))
+        out = self._git("cat-file", "--batch-check", input_bytes="".join(f"{blob}\n" for blob in unique).encode())
+        sizes = {}
+        for line in out.stdout.decode().splitlines():
+            parts = line.split(" ")
+            if len(parts) == 3 and parts[1] == "blob":
+                sizes[parts[0]] = int(parts[2])
+        return sizes
+
     def read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
         """The contents of many blobs, read in one ``git cat-file --batch``."""
         if not blobs:

@@ -78,6 +78,7 @@ class SourceSyncer:
     :param invalidate: ``invalidate(tenant_id, document_ids, reason)`` removes documents from the index.
     :param max_file_bytes: Files larger than this are rejected without being read into the pipeline.
     :param batch_files: Files per indexing call (the write lock is released between calls).
+    :param progress: Called with ``(files_left, bytes_left)`` before each batch and with ``(0, 0)`` at the end.
     """
 
     def __init__(
@@ -89,6 +90,7 @@ class SourceSyncer:
         invalidate: Callable[[str, list[str], str], Any],
         max_file_bytes: int = 50 * 1024 * 1024,
         batch_files: int = DEFAULT_BATCH_FILES,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if batch_files < 1:
             raise ValueError(f"batch_files must be positive, got {batch_files}")
@@ -99,6 +101,7 @@ class SourceSyncer:
         self.invalidate = invalidate
         self.max_file_bytes = max_file_bytes
         self.batch_files = batch_files
+        self.progress = progress
         self._locks: dict[str, threading.Lock] = {name: threading.Lock() for name in self.sources}
 
     def source(self, name: str) -> SourceConfig:
@@ -195,8 +198,11 @@ class SourceSyncer:
         upserted: dict[str, tuple[str, str]] = {}
         rejected: dict[str, str] = report["rejected"]
         paths = sorted(wanted)
+        sizes = mirror.blob_sizes(list(wanted.values())) if self.progress else {}
         for start in range(0, len(paths), self.batch_files):
             batch = paths[start : start + self.batch_files]
+            if self.progress:
+                self.progress(len(paths) - start, sum(sizes.get(wanted[path], 0) for path in paths[start:]))
             contents = mirror.read_blobs([wanted[path] for path in batch])
             streams = []
             for path in batch:
@@ -229,6 +235,8 @@ class SourceSyncer:
             self.invalidate(source.tenant_id, ids, INVALIDATE_REASON)
         report["removed"] = sorted(removed)
         self.state.advance(source.name, head, upserted, gone)
+        if self.progress:
+            self.progress(0, 0)
 
     def _index_with_rejections(self, streams: list[ByteStream], rejected: dict[str, str]) -> dict[str, Any]:
         """Index the streams; files the service refuses are set aside (``rejected``) and the rest retried."""
