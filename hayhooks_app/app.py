@@ -171,7 +171,8 @@ def _routes(container: ServiceContainer) -> APIRouter:
     async def index_upload(
         request: Request,
         files: Annotated[
-            list[UploadFile], File(description="Files to index (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv).")
+            list[UploadFile],
+            File(description="Files to index (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv, .yaml)."),
         ],
         tenant_id: Annotated[str, Form(description="Owning tenant.")],
         tags: Annotated[list[str], Form(description="Access tags; repeat the field or separate with commas.")],

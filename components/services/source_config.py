@@ -21,7 +21,7 @@ sources:
     tags: [eng]
     scope: tenant                          # tenant (default), user, project or public
     webhook_secret: ${HANDBOOK_WEBHOOK_SECRET}
-    whole_document_dirs: [decisions, adr]  # files indexed whole when they fit (ADRs)
+    web_url: https://git.acme.example/eng/handbook   # optional: links for a self-hosted forge (GitHub-style)
 ```
 
 Usage:
@@ -55,12 +55,11 @@ from components.services.pipeline_loader import PipelineConfigError, resolve_ref
 
 SOURCE_TYPES = ("git",)
 DEFAULT_INCLUDE = ("**/*",)
-DEFAULT_WHOLE_DOCUMENT_DIRS = ("decisions", "adr")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FIELDS = frozenset(
     {
         "name", "type", "url", "branch", "include", "exclude", "tenant_id", "tags", "scope", "user_id",
-        "project_id", "webhook_secret", "web_url", "whole_document_dirs",
+        "project_id", "webhook_secret", "web_url",
     }
 )  # fmt: skip
 
@@ -111,7 +110,6 @@ class SourceConfig:
     project_id: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
     web_url: str | None = None
-    whole_document_dirs: tuple[str, ...] = DEFAULT_WHOLE_DOCUMENT_DIRS
 
     def matches(self, path: str) -> bool:
         """Whether a repository path passes the include and exclude globs."""
@@ -178,7 +176,6 @@ def parse_source(raw: Any, position: int, problems: list[str]) -> SourceConfig |
         found.append("web_url must be an http(s) URL")
     include = _string_list(raw.get("include"), "include", found, DEFAULT_INCLUDE)
     exclude = _string_list(raw.get("exclude"), "exclude", found, ())
-    whole = _string_list(raw.get("whole_document_dirs"), "whole_document_dirs", found, DEFAULT_WHOLE_DOCUMENT_DIRS)
     if found:
         problems.extend(f"{label}: {problem}" for problem in found)
         return None
@@ -196,7 +193,6 @@ def parse_source(raw: Any, position: int, problems: list[str]) -> SourceConfig |
         project_id=raw.get("project_id"),
         webhook_secret=secret,
         web_url=web_url.rstrip("/") if web_url else None,
-        whole_document_dirs=whole,
     )
 
 

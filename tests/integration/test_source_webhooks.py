@@ -248,6 +248,20 @@ class TestJobsAndQueue:
         error_of(server.client.get(f"/jobs/{job_id}", headers=bearer(world["keys"]["globex_admin"])), 404)
         error_of(server.client.get("/jobs/job-unknown", headers=bearer(world["keys"]["admin"])), 404)
 
+    def test_yaml_upload_is_accepted(self, world):
+        server = world["server"]
+        spec = b"service: payroll\nowner: people-team\nschedule: monthly on the 25th\n"
+        response = server.client.post(
+            "/index/upload",
+            files=[("files", ("payroll.project-spec.yaml", spec, "application/yaml"))],
+            data={"tenant_id": "acme", "tags": "eng"},
+            headers=bearer(world["keys"]["writer"]),
+        )
+        assert response.status_code == 200, response.text
+        assert [entry["chunks"] for entry in response.json()["result"]["documents"]] == [1]
+        hit = search(world, "when is payroll run")[0]
+        assert hit["title"] == "payroll.project-spec.yaml" and hit["url"] is None  # an upload has no link
+
     def test_embedding_queue_in_health_and_metrics(self, world):
         server = world["server"]
         queue = server.client.get("/health").json()["embedding_queue"]

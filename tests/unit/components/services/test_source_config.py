@@ -29,7 +29,7 @@ class TestLoadSources:
             "file:///srv/git/handbook.git", "main", "acme", ("eng",),
         )  # fmt: skip
         assert handbook.webhook_secret == "s3cret" and "s3cret" not in repr(handbook)
-        assert handbook.scope == "tenant" and handbook.whole_document_dirs == ("decisions", "adr")
+        assert handbook.scope == "tenant" and handbook.include == ("**/*.md", "**/*.yaml") and handbook.exclude == ()
 
     def test_an_unset_secret_variable_is_named(self, tmp_path):
         path = tmp_path / "sources.yml"

@@ -133,6 +133,18 @@ class TestSourceSync:
         assert report["mode"] == "full" and report["indexed"] == ["b.md"]
         assert set(indexed(service)) == {"a.md", "b.md"}
 
+    def test_adrs_and_specs_are_one_chunk_readme_sections_are_not(self, service, setup):
+        repo, syncer, _state = setup
+        adr = (
+            "# 1. Use git\n\nDate: 2026-11-02\n\n## Status\n\nAccepted.\n\n## Decision\n\nThe handbook lives in git.\n"
+        )
+        repo.commit({"decisions/0001-use-git.md": adr, "README.md": adr, "specs/svc.yaml": "a: 1\n\nb: 2\n"})
+        syncer.sync("handbook")
+        chunks: dict[str, int] = {}
+        for chunk in service.document_store.filter_documents(tenant_filter("acme")):
+            chunks[chunk.meta["source_path"]] = chunks.get(chunk.meta["source_path"], 0) + 1
+        assert chunks == {"decisions/0001-use-git.md": 1, "README.md": 3, "specs/svc.yaml": 1}
+
     def test_unknown_source(self, setup):
         _repo, syncer, _state = setup
         with pytest.raises(SourceNotFoundError, match="declared: handbook"):
