@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,7 +90,7 @@ def _jwt(claims: dict[str, Any]) -> str:
     return jwt.encode({"aud": "sourcebound", "exp": now + 300, **claims}, JWT_SECRET, algorithm="HS256")
 
 
-def _wait_job(url: str, job_id: str, timeout_s: float = 1800) -> dict[str, Any]:
+def _wait_job(url: str, job_id: str, timeout_s: float = 1800, poll_s: float = 0.05) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         status, job = _request(f"{url}/jobs/{job_id}")
@@ -99,7 +100,7 @@ def _wait_job(url: str, job_id: str, timeout_s: float = 1800) -> dict[str, Any]:
             if job["status"] == "failed":
                 raise RuntimeError(f"job {job_id} failed: {job['error']}")
             return job
-        time.sleep(0.02)
+        time.sleep(poll_s)
     raise RuntimeError(f"job {job_id} did not finish in {timeout_s} s")
 
 
@@ -111,7 +112,11 @@ def _found(url: str, word: str, link: str) -> bool:
     return any(hit["url"] == link and word in hit["snippet"] for hit in answer["result"]["results"])
 
 
-def run(files: int, pushes: int, changed: int, reconciles: int, log=print) -> dict[str, Any]:
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+def run(files: int, pushes: int, changed: int, reconciles: int, log=_log) -> dict[str, Any]:
     """Run the benchmark; returns its figures."""
     root = Path(tempfile.mkdtemp(prefix="sources-bench-"))
     remote, work = root / "remote.git", root / "work"
@@ -144,7 +149,7 @@ def run(files: int, pushes: int, changed: int, reconciles: int, log=print) -> di
         status, queued = _request(
             f"{server.url}/webhooks/sync", b"", {"Authorization": f"Bearer {_jwt({'source': 'handbook'})}"}
         )
-        job = _wait_job(server.url, queued["job_id"])
+        job = _wait_job(server.url, queued["job_id"], poll_s=0.5)
         figures["initial_sync_s"] = round(time.monotonic() - started, 2)
         figures["initial_chunks"] = job["result"]["chunks_written"]
         log(f"initial sync of {files} files: {figures['initial_sync_s']} s, {figures['initial_chunks']} chunks")
@@ -202,6 +207,7 @@ def run(files: int, pushes: int, changed: int, reconciles: int, log=print) -> di
         log(f"reconcile of the unchanged repository: {figures['reconcile_unchanged']}")
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
     figures["targets"] = {
         "push_p95_under_5s": figures["push_to_searchable"]["p95_ms"] < 5000,
         "reconcile_under_2s": figures["reconcile_unchanged"]["p95_ms"] < 2000,

@@ -71,7 +71,7 @@ class SourceJobs:
             data_dir / "sources",
             index_streams=container.index_streams,
             invalidate=lambda tenant, ids, reason: container.invalidate(tenant, ids, reason=reason),
-            max_file_bytes=container.settings.limits.max_upload_bytes,
+            max_file_bytes=container.indexing.max_file_bytes,
             progress=self._progress,
         )
         self._queue: queue.Queue[tuple[str, str, bool] | None] = queue.Queue()
@@ -113,6 +113,8 @@ class SourceJobs:
     async def _reconcile_periodically(self) -> None:
         while True:
             await run_in_threadpool(self.reconcile)
+            # Deliveries and finished jobs are kept as long as the other records.
+            await run_in_threadpool(self.state.prune, self.container.settings.records_retention_days)
             await asyncio.sleep(self.reconcile_interval_s)
 
     # ------------------------------------------------------------------ jobs

@@ -263,7 +263,12 @@ async def _queue_once(
             return JSONResponse(
                 {"duplicate": True, "delivery": delivery, "job_id": previous or None, "source": source}, status_code=200
             )
-    job_id = await run_in_threadpool(jobs.submit, source, trigger, full)
+    try:
+        job_id = await run_in_threadpool(jobs.submit, source, trigger, full)
+    except Exception:
+        if delivery is not None:  # not queued: a redelivery must not be taken for a duplicate
+            await run_in_threadpool(jobs.state.forget_delivery, source, delivery)
+        raise
     if delivery is not None:
         await run_in_threadpool(jobs.state.set_delivery_job, source, delivery, job_id)
     return JSONResponse({"job_id": job_id, "status": "queued", "source": source}, status_code=202)

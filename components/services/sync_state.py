@@ -25,7 +25,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,22 @@ class SyncState:
                     "SELECT job_id FROM deliveries WHERE source = ? AND delivery_id = ?", (source, delivery_id)
                 ).fetchone()
                 return (row[0] or "") if row else ""
+
+    def forget_delivery(self, source: str, delivery_id: str) -> None:
+        """Drop a delivery whose job could not be queued, so GitHub's redelivery is accepted."""
+        self._query("DELETE FROM deliveries WHERE source = ? AND delivery_id = ?", (source, delivery_id))
+
+    def prune(self, older_than_days: int) -> dict[str, int]:
+        """Remove deliveries and finished jobs older than ``older_than_days`` (0 keeps everything)."""
+        if older_than_days <= 0:
+            return {"deliveries": 0, "jobs": 0}
+        cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).isoformat()
+        with self._lock:
+            deliveries = self._db.execute("DELETE FROM deliveries WHERE received_at < ?", (cutoff,)).rowcount
+            jobs = self._db.execute(
+                "DELETE FROM jobs WHERE created_at < ? AND status NOT IN ('queued', 'running')", (cutoff,)
+            ).rowcount
+        return {"deliveries": deliveries, "jobs": jobs}
 
     def set_delivery_job(self, source: str, delivery_id: str, job_id: str) -> None:
         self._query(
