@@ -155,7 +155,7 @@ class SourceJobs:
                 logger.exception("Sync job %s of source %s failed.", job_id, source)
                 self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
             else:
-                if report["mode"] != "unchanged":
+                if report["indexed"] or report["removed"] or report["rejected"]:
                     logger.info(
                         "Source %s synced to %s (%s): %d indexed, %d removed, %d rejected.",
                         source, report["to_commit"][:12], report["mode"], len(report["indexed"]),
