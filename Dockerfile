@@ -8,6 +8,9 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 
+# git: declared git sources are fetched into mirrors with the git binary (docs/sources.md).
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+
 # The CPU build of torch first: PyPI's default Linux wheel pulls gigabytes of CUDA packages.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY requirements.lock constraints.txt ./

@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git serve lint test test-fast test-slow eval bench bench-store bench-quick clean
 
 install: $(STAMP)
 
@@ -44,6 +44,11 @@ provision-rabbitmq:
 	@command -v $(RABBITMQ_SERVER) >/dev/null || test -x /usr/sbin/$(RABBITMQ_SERVER) || { \
 		echo "rabbitmq-server is still missing: install it (apt-get install rabbitmq-server)."; exit 1; }
 
+# Git sources sync through the git binary (components/services/git_mirror.py); their tests make real repositories.
+provision-git:
+	@command -v git >/dev/null || { echo "Installing git for the source-sync tests (apt-get) ..."; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y git; }
+
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
@@ -53,13 +58,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint provision-browser provision-rabbitmq
+test: lint provision-browser provision-rabbitmq provision-git
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP) provision-rabbitmq
+test-fast: $(STAMP) provision-rabbitmq provision-git
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP) provision-browser provision-rabbitmq
+test-slow: $(STAMP) provision-browser provision-rabbitmq provision-git
 	$(BIN)/python -m pytest -m slow
 
 eval: $(STAMP)

@@ -56,6 +56,7 @@ from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTermin
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
 from hayhooks_app.service import ServiceContainer, configure
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
+from hayhooks_app.webhooks import install_sources, queue_status
 
 logger = logging.getLogger(__name__)
 
@@ -161,8 +162,9 @@ def _routes(container: ServiceContainer) -> APIRouter:
     router = APIRouter()
 
     @router.get("/health", tags=["service"], summary="Service health: store, embedder, generator")
-    async def health() -> JSONResponse:
+    async def health(request: Request) -> JSONResponse:
         report = await run_in_threadpool(container.health)
+        report["embedding_queue"] = queue_status(request.app)  # source sync jobs (hayhooks_app.webhooks)
         return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
 
     @router.get("/metrics", tags=["service"], summary="Prometheus metrics", response_class=Response)
@@ -173,7 +175,8 @@ def _routes(container: ServiceContainer) -> APIRouter:
     async def index_upload(
         request: Request,
         files: Annotated[
-            list[UploadFile], File(description="Files to index (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv).")
+            list[UploadFile],
+            File(description="Files to index (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv, .yaml)."),
         ],
         tenant_id: Annotated[str, Form(description="Owning tenant.")],
         tags: Annotated[list[str], Form(description="Access tags; repeat the field or separate with commas.")],
@@ -340,5 +343,6 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestGuard, limits=settings.limits)
     instrument_app(app, enabled=tracing_on)
     _extend_lifespan(app, container, mcp_app)
+    install_sources(app, container)  # webhooks, sync jobs and the reconcile interval (hayhooks_app.webhooks)
     app.state.sourcebound = container
     return app

@@ -14,7 +14,8 @@ Request mapping:
 Response mapping: the answer (with its inline ``[SourceId: doc:chunk]`` markers) is the
 assistant message. Everything else of the ``RAGResponse`` (``citations``, ``confidence``,
 ``action``, ``route_to``, ``grounded``, ``model_used``, token and timing figures) is returned
-alongside it in a top-level ``sourcebound`` object:
+alongside it in a top-level ``sourcebound`` object, with ``sources``: each cited document once,
+with its ``title`` and ``url`` (the link back to the source):
 
 * non-streaming: ``completion.sourcebound`` (openai client: ``completion.model_extra["sourcebound"]``
   or ``completion.to_dict()["sourcebound"]``);
@@ -62,9 +63,32 @@ def to_rag_request(request: ChatCompletionRequest) -> dict[str, Any]:
     return rag
 
 
+def reply_sources(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    The documents an answer cites, once each in order of first citation, with their title and link
+    (docs/contract.md, "Sources"): ``[{"document_id", "title", "url", "source_ids"}]``.
+    """
+    sources: dict[str, dict[str, Any]] = {}
+    for citation in citations:
+        document_id = citation.get("document_id") or str(citation["source_id"]).rsplit(":", 1)[0]
+        entry = sources.setdefault(
+            document_id,
+            {
+                "document_id": document_id,
+                "title": citation.get("title") or citation.get("document_name"),
+                "url": citation.get("url"),
+                "source_ids": [],
+            },
+        )
+        entry["source_ids"].append(citation["source_id"])
+    return list(sources.values())
+
+
 def sourcebound_extra(result: dict[str, Any]) -> dict[str, Any]:
-    """The RAG response without its answer: what travels beside the assistant message."""
-    return {key: value for key, value in result.items() if key != "answer"}
+    """The RAG response without its answer, plus the cited sources with their links: beside the message."""
+    extra = {key: value for key, value in result.items() if key != "answer"}
+    extra["sources"] = reply_sources(result.get("citations") or [])
+    return extra
 
 
 def completion(result: dict[str, Any], completion_id: str, created: int) -> ChatCompletion:

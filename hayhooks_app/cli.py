@@ -185,7 +185,7 @@ def register_index(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         "index", parents=[_common_options()], help="index files and folders (recursively) for a tenant"
     )
     parser.add_argument(
-        "paths", nargs="+", help="files and folders (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv)"
+        "paths", nargs="+", help="files and folders (.txt, .md, .html, .pdf, .docx, .pptx, .xlsx, .csv, .yaml)"
     )
     parser.add_argument("--tenant", required=True, help="tenant_id owning the documents")
     parser.add_argument("--tags", required=True, help="comma-separated tags (at least one)")

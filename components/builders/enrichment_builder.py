@@ -18,7 +18,14 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import EnrichResponse
 from components.core.prompts import CONTEXT_CHUNK_TEMPLATE, render_context, validate_chunk_template
-from components.core.text_analysis import chunk_index_of, document_id_of, optional_int, source_id_of, source_url_of
+from components.core.text_analysis import (
+    chunk_index_of,
+    document_id_of,
+    optional_int,
+    source_id_of,
+    source_title_of,
+    source_url_of,
+)
 
 
 @component
@@ -80,6 +87,7 @@ class EnrichmentBuilder:
             "document_name": meta.get("document_name") or document_id_of(document),
             "chunk_index": chunk_index_of(document),
             "url": source_url_of(document),
+            "title": source_title_of(document),
             "page_number": optional_int(meta.get("page_number")),
             "section": section if isinstance(section, str) and section else None,
             "score": float(document.score) if document.score is not None else 0.0,

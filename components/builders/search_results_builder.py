@@ -31,6 +31,7 @@ from components.core.text_analysis import (
     document_id_of,
     snippet,
     source_id_of,
+    source_title_of,
     source_url_of,
     validate_encoding,
 )
@@ -94,6 +95,7 @@ class SearchResultsBuilder:
             "document_name": meta.get("document_name") or document_id_of(document),
             "chunk_index": chunk_index_of(document),
             "url": source_url_of(document),
+            "title": source_title_of(document),
             "score": float(document.score) if document.score is not None else 0.0,
             "snippet": snippet(document.content or "", self.snippet_chars),
             "tags": [tags] if isinstance(tags, str) else list(tags),

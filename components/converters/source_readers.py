@@ -455,7 +455,7 @@ def read_source(data: bytes, source_type: str, section_max_level: int = 2, base_
     """
     Read the bytes of one source of a given type into text parts.
 
-    * ``txt``/``text``: one part.
+    * ``txt``/``text``/``yaml``: one part.
     * ``md``: one part per section, meta ``section``; source meta ``document_name`` from the first ``#`` heading.
     * ``html``: one part per section, meta ``section``; source meta ``document_name`` (title), ``language``
       and ``source_uri`` (the canonical link, resolved against ``base_uri``).
@@ -488,7 +488,8 @@ def read_source(data: bytes, source_type: str, section_max_level: int = 2, base_
             return ReadResult(office_readers.read_csv(require_text(text)))
         except office_readers.OfficeReadError as error:
             raise SourceReadError(str(error)) from error
-    if source_type in ("txt", "text"):
+    if source_type in ("txt", "text", "yaml"):
+        # A YAML file (a spec) is read as its text: keys and comments are what a reader searches for.
         return ReadResult([(require_text(text), {})])
     if source_type == "md":
         sections = split_markdown_sections(require_text(text), max_level=section_max_level)

@@ -46,8 +46,10 @@ SOURCE_TYPE_BY_EXTENSION = {
     ".pptx": "pptx",
     ".xlsx": "xlsx",
     ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
 }
-SOURCE_TYPES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "text")
+SOURCE_TYPES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "yaml", "text")
 SUPPORTED_EXTENSIONS = tuple(sorted(SOURCE_TYPE_BY_EXTENSION))
 
 SCOPES = ("tenant", "user", "project", "public")

@@ -196,7 +196,9 @@ class SourceReference(BaseModel):
     document_id: str
     document_name: str
     chunk_index: int
+    # The link back to the source and its title (docs/contract.md, "Sources"); no url for uploads.
     url: str | None = None
+    title: str | None = None
     page_number: int | None = None
     section: str | None = None
 
@@ -259,6 +261,7 @@ class SearchResult(BaseModel):
     document_name: str
     chunk_index: int
     url: str | None = None
+    title: str | None = None
     score: float
     snippet: str
     tags: list[str]

@@ -94,13 +94,21 @@ def document_id_of(document: Document) -> str:
 
 def source_url_of(document: Document) -> str | None:
     """
-    A chunk's web link for citing: its document's ``source_uri`` when that is an http(s) URL, else ``None``
-    (a server-side file path is no use to a caller and says where the data lives).
+    A chunk's link for citing (docs/contract.md, "Sources"): its document's ``source_uri`` when that is an
+    http(s) URL or the file's address in a declared git source (``commit_sha`` set: the operator's remote),
+    else ``None`` (an upload's server-side file path is no use to a caller and says where the data lives).
     """
-    uri = (document.meta or {}).get("source_uri")
-    if isinstance(uri, str) and uri.lower().startswith(("http://", "https://")):
+    meta = document.meta or {}
+    uri = meta.get("source_uri")
+    if isinstance(uri, str) and (uri.lower().startswith(("http://", "https://")) or meta.get("commit_sha")):
         return uri
     return None
+
+
+def source_title_of(document: Document) -> str:
+    """A chunk's document title for a link: its ``document_name`` (the heading or file name), else its id."""
+    name = (document.meta or {}).get("document_name")
+    return str(name) if isinstance(name, str) and name.strip() else document_id_of(document)
 
 
 def chunk_fields(document: Document, none_value: str = "N/A") -> dict[str, Any]:

@@ -34,6 +34,7 @@ from components.core.text_analysis import (
     optional_int,
     snippet,
     source_id_of,
+    source_title_of,
     source_url_of,
     words,
 )
@@ -97,6 +98,7 @@ class CitationExtractor:
             "document_name": meta.get("document_name") or document_id_of(document),
             "chunk_index": chunk_index_of(document),
             "url": source_url_of(document),
+            "title": source_title_of(document),
             "page_number": optional_int(meta.get("page_number")),
             "section": meta.get("section") or None,
             "relevance_score": min(1.0, max(0.0, float(score))),

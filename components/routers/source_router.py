@@ -14,7 +14,7 @@ Usage:
 from components.routers.source_router import SourceRouter
 
 routes = SourceRouter().run(sources=["a.md", "b.pdf"], meta={"tenant_id": "acme", "tags": ["hr"]})
-routes["md"]  # [ByteStream(...)]; also txt, html, pdf, docx, pptx, xlsx, csv
+routes["md"]  # [ByteStream(...)]; also txt, html, pdf, docx, pptx, xlsx, csv, yaml
 ```
 """
 
@@ -42,8 +42,11 @@ _TYPE_BY_MIME = {
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
     "text/csv": "csv",
+    "application/yaml": "yaml",
+    "application/x-yaml": "yaml",
+    "text/yaml": "yaml",
 }
-ROUTES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv")
+ROUTES = ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "yaml")
 
 
 def route_for(stream: ByteStream) -> str | None:
@@ -81,6 +84,7 @@ class SourceRouter:
         pptx=list[ByteStream],
         xlsx=list[ByteStream],
         csv=list[ByteStream],
+        yaml=list[ByteStream],
     )
     def run(
         self, sources: list[str | Path | ByteStream], meta: dict[str, Any] | list[dict[str, Any]] | None = None

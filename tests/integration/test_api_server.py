@@ -173,10 +173,12 @@ class TestChatCompletions:
         assert completion.choices[0].message.content == rag["answer"]
         extra = completion.model_extra["sourcebound"]
         assert (
-            set(extra) == RAG_FIELDS - {"answer"}
+            set(extra) == (RAG_FIELDS - {"answer"}) | {"sources"}
             and extra["citations"] == rag["citations"]
             and extra["action"] == "CITE"
         )
+        cited = list(dict.fromkeys(citation["document_id"] for citation in rag["citations"]))
+        assert [source["document_id"] for source in extra["sources"]] == cited
 
     def test_streaming(self, client):
         stream = client.chat.completions.create(

@@ -128,3 +128,25 @@ class TestSentenceBlocks:
         text = "# Heading\nOne. Two.\n\nThree four five.\n| a | b |\n"
         assert split_sentences(text) == [sentence for block in sentence_blocks(text) for sentence in block]
         assert sentence_blocks("") == []
+
+
+@pytest.mark.unit
+class TestLinksBack:
+    def test_url_is_a_web_link_or_a_declared_source_never_an_upload_path(self):
+        from components.core.text_analysis import source_title_of, source_url_of
+
+        web = Document(content="x", meta={"document_id": "d1", "source_uri": "https://help.example.com/a"})
+        upload = Document(content="x", meta={"document_id": "d2", "source_uri": "file:///srv/uploads/a.md"})
+        synced = Document(
+            content="x",
+            meta={
+                "document_id": "d3",
+                "source_uri": "file:///srv/git/h.git/a.md",
+                "commit_sha": "abc",
+                "document_name": "A",
+            },
+        )
+        assert source_url_of(web) == "https://help.example.com/a"
+        assert source_url_of(upload) is None
+        assert source_url_of(synced) == "file:///srv/git/h.git/a.md"
+        assert source_title_of(synced) == "A" and source_title_of(web) == "d1"

@@ -60,6 +60,7 @@ class TestCitationExtractor:
             "document_name": "hr-handbook.pdf",
             "chunk_index": 2,
             "url": None,
+            "title": "hr-handbook.pdf",
             "page_number": 4,
             "section": "Vacation",
             "relevance_score": 0.81,

@@ -30,6 +30,8 @@ class TestSourceRouter:
             ByteStream(b"x", meta={"document_name": "deck.pptx"}),
             ByteStream(b"x", mime_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
             ByteStream(b"x", mime_type="text/csv"),
+            ByteStream(b"x", meta={"file_path": "specs/svc.project-spec.yml"}),
+            ByteStream(b"x", meta={"document_name": "openapi.YAML"}),
         ]
         routes = SourceRouter().run(sources=sources, meta={"tenant_id": "acme"})
         assert {route: len(streams) for route, streams in routes.items()} == {
@@ -41,12 +43,13 @@ class TestSourceRouter:
             "pptx": 1,
             "xlsx": 1,
             "csv": 1,
+            "yaml": 2,
         }
         assert routes["md"][0].meta["tenant_id"] == "acme"
 
     def test_run_empty_batch_gives_every_route(self):
         assert SourceRouter().run(sources=[]) == {
-            route: [] for route in ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv")
+            route: [] for route in ("txt", "md", "html", "pdf", "docx", "pptx", "xlsx", "csv", "yaml")
         }
 
     def test_run_unsupported_types_list_supported_ones(self):

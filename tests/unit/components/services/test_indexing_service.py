@@ -51,7 +51,7 @@ class TestIndexingServiceValidation:
             service,
             lambda: service.index_files([good, folder / "report.odt"], tenant_id="acme", tags=["hr"]),
             "report.odt: unsupported file type; supported types are .csv, .docx, .htm, .html, .markdown, .md, .pdf, "
-            ".pptx, .text, .txt, .xlsx",
+            ".pptx, .text, .txt, .xlsx, .yaml, .yml",
         )
 
     @pytest.mark.parametrize("content", [b"", b"   \n\t  \n"])

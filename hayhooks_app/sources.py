@@ -1,0 +1,181 @@
+"""
+Declared sources in the server: background sync jobs, the reconcile interval, and the queue figures.
+
+``SourceJobs`` owns one worker thread that runs sync jobs one at a time through
+``components.services.source_sync.SourceSyncer``, which indexes through the container (its write
+lock, metrics and index events), so a sync never opens the store a second time. A job is queued by a
+webhook (``hayhooks_app.webhooks``), by ``POST /webhooks/sync`` or by the reconcile timer; a second
+request for a source whose job has not started yet gets that job's id (the job syncs to the head it
+finds when it starts, so it covers both pushes).
+
+Jobs, webhook deliveries and the last indexed commit per source live in ``DATA_DIR/sources.sqlite``
+(``components.services.sync_state``); the mirrors in ``DATA_DIR/sources/``. Jobs a stopped process
+left unfinished are marked ``abandoned`` at start-up; the next reconcile catches up.
+
+Settings (docs/configuration.md, "Sources"): ``SOURCEBOUND_SOURCES`` (the YAML file; no file, no
+sources), ``SOURCEBOUND_RECONCILE_INTERVAL`` (seconds between reconciles, 0 turns it off).
+
+Usage:
+
+```python
+from hayhooks_app.sources import SourceJobs
+
+jobs = SourceJobs.from_env(container)      # None when SOURCEBOUND_SOURCES is unset
+job_id = jobs.submit("handbook", "webhook")
+jobs.queue_status()                        # {'jobs_pending': 1, 'files_pending': 0, 'chunks_pending': 0}
+```
+"""
+
+import asyncio
+import logging
+import math
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+from fastapi.concurrency import run_in_threadpool
+
+from components.services.source_config import SourceConfig, load_sources
+from components.services.source_sync import SourceSyncer
+from components.services.sync_state import SYNC_STATE_FILE, SyncState
+from hayhooks_app.config import _env_int
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_RECONCILE_INTERVAL_S = 3600
+# The queue's chunk figure is estimated from the bytes still to index: about 4 bytes a token and the
+# indexing pipeline's default chunk of 180 tokens (the real count is known only once chunked).
+BYTES_PER_CHUNK_ESTIMATE = 4 * 180
+
+
+class SourceJobs:
+    """
+    Sync jobs for declared sources, run one at a time by a worker thread.
+
+    :param container: The ``ServiceContainer`` whose indexing, invalidation and records the syncs use.
+    :param sources: The declared sources by name.
+    :param reconcile_interval_s: Seconds between reconciles of every source (0: never).
+    """
+
+    def __init__(self, container: Any, sources: dict[str, SourceConfig], reconcile_interval_s: int) -> None:
+        self.container = container
+        self.sources = sources
+        self.reconcile_interval_s = reconcile_interval_s
+        data_dir = Path(container.settings.data_dir)
+        self.state = SyncState(data_dir / SYNC_STATE_FILE)
+        self.syncer = SourceSyncer(
+            sources,
+            self.state,
+            data_dir / "sources",
+            index_streams=container.index_streams,
+            invalidate=lambda tenant, ids, reason: container.invalidate(tenant, ids, reason=reason),
+            max_file_bytes=container.indexing.max_file_bytes,
+            progress=self._progress,
+        )
+        self._queue: queue.Queue[tuple[str, str, bool] | None] = queue.Queue()
+        self._queued: dict[str, str] = {}  # source -> job id not yet started
+        self._lock = threading.Lock()
+        self._pending = {"files": 0, "bytes": 0}
+        self._worker: threading.Thread | None = None
+        self._reconciler: asyncio.Task | None = None
+
+    @classmethod
+    def from_env(cls, container: Any) -> "SourceJobs | None":
+        """The jobs for ``SOURCEBOUND_SOURCES``, or ``None`` when no sources file is configured."""
+        path = os.environ.get("SOURCEBOUND_SOURCES", "").strip()
+        if not path:
+            return None
+        interval = _env_int("SOURCEBOUND_RECONCILE_INTERVAL", DEFAULT_RECONCILE_INTERVAL_S, 0)
+        return cls(container, load_sources(path), interval)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Mark jobs a stopped process left unfinished, start the worker and (if set) the reconcile timer."""
+        abandoned = self.state.abandon_unfinished()
+        if abandoned:
+            logger.warning("%d sync job(s) of a previous run did not finish; the reconcile catches up.", abandoned)
+        self._worker = threading.Thread(target=self._work, name="source-sync", daemon=True)
+        self._worker.start()
+        if self.reconcile_interval_s > 0:
+            self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_periodically())
+
+    def stop(self) -> None:
+        if self._reconciler is not None:
+            self._reconciler.cancel()
+        self._queue.put(None)
+        if self._worker is not None:
+            self._worker.join(timeout=60)
+        self.state.close()
+
+    async def _reconcile_periodically(self) -> None:
+        while True:
+            await run_in_threadpool(self.reconcile)
+            # Deliveries and finished jobs are kept as long as the other records.
+            await run_in_threadpool(self.state.prune, self.container.settings.records_retention_days)
+            await asyncio.sleep(self.reconcile_interval_s)
+
+    # ------------------------------------------------------------------ jobs
+
+    def reconcile(self) -> list[str]:
+        """Queue a full reconcile of every source (missed pushes applied, files gone invalidated)."""
+        return [self.submit(name, "reconcile", full=True) for name in self.sources]
+
+    def submit(self, source: str, trigger: str, full: bool = False) -> str:
+        """
+        Queue a sync of ``source``; returns the job id (an existing not-yet-started job's, if any).
+
+        :raises SourceNotFoundError: If no such source is declared.
+        """
+        config = self.syncer.source(source)
+        with self._lock:
+            queued = self._queued.get(source)
+            if queued is not None:
+                return queued
+            job_id = self.state.create_job(source, config.tenant_id, trigger)
+            self._queued[source] = job_id
+        self._queue.put((job_id, source, full))
+        return job_id
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            job_id, source, full = item
+            with self._lock:
+                if self._queued.get(source) == job_id:
+                    del self._queued[source]
+            self.state.start_job(job_id)
+            try:
+                report = self.syncer.sync(source, full=full)
+            except Exception as error:  # recorded on the job; the commit did not advance, so it repeats
+                logger.exception("Sync job %s of source %s failed.", job_id, source)
+                self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
+            else:
+                if report["indexed"] or report["removed"] or report["rejected"]:
+                    logger.info(
+                        "Source %s synced to %s (%s): %d indexed, %d removed, %d rejected.",
+                        source, report["to_commit"][:12], report["mode"], len(report["indexed"]),
+                        len(report["removed"]), len(report["rejected"]),
+                    )  # fmt: skip
+                self.state.finish_job(job_id, result=report)
+            finally:
+                self._pending.update(files=0, bytes=0)
+
+    def _progress(self, files_left: int, bytes_left: int) -> None:
+        self._pending.update(files=files_left, bytes=bytes_left)
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        return self.state.job(job_id)
+
+    def queue_status(self) -> dict[str, int]:
+        """``embedding_queue`` of ``/health``: jobs queued or running, files and (estimated) chunks still to index."""
+        pending_bytes = self._pending["bytes"]
+        return {
+            "jobs_pending": self.state.count_jobs("queued", "running"),
+            "files_pending": self._pending["files"],
+            "chunks_pending": math.ceil(pending_bytes / BYTES_PER_CHUNK_ESTIMATE) if pending_bytes else 0,
+        }
