@@ -99,6 +99,7 @@ class ServiceContainer:
         self._enrichment = None
         self._records: RecordStore | None = None
         self._keys: ApiKeyStore | None = None
+        self._conversations = None
         self.started_at = time.time()
 
     # ------------------------------------------------------------------ building
@@ -185,6 +186,24 @@ class ServiceContainer:
                 if self._keys is None:
                     self._keys = ApiKeyStore(self.settings.api_keys_file)
         return self._keys
+
+    @property
+    def conversations(self):
+        """The server-side conversations (``hayhooks_app.conversations``), summarised by the RAG pipeline's LLM."""
+        if self._conversations is None:
+            with self._lock:
+                if self._conversations is None:
+                    from hayhooks_app.conversations import conversation_service
+
+                    self._conversations = conversation_service(self.settings.data_dir, self.pipeline("rag"))
+        return self._conversations
+
+    @property
+    def glossary(self):
+        """The per-tenant glossaries the pipelines' query expander reads (``components.core.glossary_store``)."""
+        from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+
+        return GlossaryStore(self.settings.data_dir / GLOSSARY_FILE)
 
     def tag_directory(self) -> Any | None:
         """The tag-owner directory the RAG pipeline's router reads, or ``None``."""
@@ -275,6 +294,11 @@ class ServiceContainer:
 
     def rag(self, request: dict[str, Any], identity: Identity, endpoint: str = "rag") -> dict[str, Any]:
         """A grounded answer; records latency, chunks and tokens used, action and confidence."""
+        request = dict(request)
+        conversation_id = request.pop("conversation_id", None)
+        if conversation_id is not None:
+            # The conversation's summary and recent turns are the history (docs/contract.md, "Conversations").
+            request["chat_history"] = self.conversations.history_for(conversation_id, identity, request)
         payload = self._with_identity(request, identity)
         started = time.perf_counter()
         try:
@@ -312,6 +336,9 @@ class ServiceContainer:
                 "sourcebound.confidence": confidence,
             }
         )
+        if conversation_id is not None:
+            self.conversations.record_turn(conversation_id, identity, payload["query"], result["answer"])
+            result["conversation_id"] = conversation_id
         return result
 
     def enrich(self, request: dict[str, Any], identity: Identity, endpoint: str = "enrich") -> dict[str, Any]:
@@ -423,6 +450,8 @@ class ServiceContainer:
                 self.store, tenant_id, records=self.records, directory=self.tag_directory(),
                 keys_file=self.settings.api_keys_file, key_id=key_id,
             )  # fmt: skip
+            removed["conversations"] = self.conversations.delete_tenant(tenant_id)
+            removed["glossary"] = int(self.glossary.remove(tenant_id))
         metrics.tenant_deletions.inc()
         metrics.tenant_chunks_removed.inc(removed["chunks"])
         return {"tenant_id": tenant_id, "chunks_removed": removed["chunks"], "removed": removed}
