@@ -190,6 +190,10 @@ class Vocabulary:
                 position += 1
         return found
 
+    def phrases_in(self, text: str) -> list[str]:
+        """The glossary phrases found in ``text`` as :func:`phrase_key` keys, in order (longest match first)."""
+        return [" ".join(key) for key in self._matches(text)]
+
     def match(self, text: str) -> list[str]:
         """The glossary terms whose term or alias occurs in ``text``, in order of first occurrence."""
         matched: dict[str, None] = {}
@@ -206,7 +210,7 @@ class Vocabulary:
         :returns: ``(glossary_terms, added_phrases)``.
         """
         terms = self.match(text)
-        present = {" ".join(key) for key in self._matches(text)}
+        present = set(self.phrases_in(text))
         added: dict[str, None] = {}
         for term in terms:
             item = self.terms[term]

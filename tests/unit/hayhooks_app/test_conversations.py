@@ -1,0 +1,150 @@
+"""ConversationService: tenant/user-scoped conversations with rolling summaries in a real SQLite file."""
+
+import json
+import sqlite3
+
+import pytest
+
+from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
+from hayhooks_app.config import ConfigError
+from hayhooks_app.conversations import SUMMARY_HEADER, ConversationService, ConversationSettings
+from hayhooks_app.errors import ApiError
+from hayhooks_app.identity import Identity
+
+SAM = Identity("acme", ("hr",), "u-sam")
+EVA = Identity("acme", ("hr",), "u-eva")
+GLOBEX_SAM = Identity("globex", ("hr",), "u-sam")
+TENANT_ONLY = Identity("acme", ("hr",))
+
+
+def service(tmp_path, summarizer=None, **settings):
+    return ConversationService(
+        tmp_path / "conversations.sqlite",
+        ConversationSettings(**settings),
+        summarizer or ExtractiveConversationSummarizer(),
+    )
+
+
+def rows(path, sql, *params):
+    with sqlite3.connect(path) as connection:
+        return connection.execute(sql, params).fetchall()
+
+
+class FailingSummarizer:
+    def run(self, messages, previous_summary=None):
+        raise ConnectionError("summariser down")
+
+
+@pytest.mark.unit
+class TestConversationService:
+    def test_the_specifications_summary_table(self, tmp_path):
+        conversations = service(tmp_path)
+        conversations.create(SAM)
+        columns = {
+            row[1] for row in rows(tmp_path / "conversations.sqlite", "PRAGMA table_info(rag_conversation_summaries)")
+        }
+        assert {"id", "user_id", "project_id", "thread_id", "summary_text", "message_ids", "created_at"} <= columns
+
+    def test_recent_turns_are_the_history_until_the_threshold(self, tmp_path):
+        conversations = service(tmp_path, summary_threshold_chars=10_000, recent_messages=2)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        assert conversations.history(conversation_id, SAM) == []
+        conversations.record_turn(conversation_id, SAM, "How many leave days?", "27 days.")
+        assert conversations.history(conversation_id, SAM) == [
+            {"role": "user", "content": "How many leave days?"},
+            {"role": "assistant", "content": "27 days."},
+        ]
+        assert conversations.get(conversation_id, SAM)["summaries"] == []
+
+    def test_older_turns_fold_into_a_rolling_summary(self, tmp_path):
+        conversations = service(tmp_path, summary_threshold_chars=20, recent_messages=2)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "How many leave days?", "27 days. More text here.")
+        # Over the threshold, but only the 2 newest messages exist: nothing older to fold.
+        assert conversations.get(conversation_id, SAM)["summaries"] == []
+        conversations.record_turn(conversation_id, SAM, "And carry-over?", "5 days until March 31.")
+        history = conversations.history(conversation_id, SAM)
+        assert history == [
+            {"role": "system", "content": f"{SUMMARY_HEADER}\nUser asked: How many leave days? Answer: 27 days."},
+            {"role": "user", "content": "And carry-over?"},
+            {"role": "assistant", "content": "5 days until March 31."},
+        ]
+        stored = conversations.get(conversation_id, SAM)
+        assert [message["summarized"] for message in stored["messages"]] == [True, True, False, False]
+        assert stored["summaries"][0]["message_ids"] == [message["id"] for message in stored["messages"][:2]]
+        summary_row = rows(
+            tmp_path / "conversations.sqlite",
+            "SELECT tenant_id, user_id, thread_id, message_ids FROM rag_conversation_summaries",
+        )
+        assert summary_row == [("acme", "u-sam", conversation_id, json.dumps(stored["summaries"][0]["message_ids"]))]
+
+    def test_summaries_only_deletes_the_raw_turns(self, tmp_path):
+        conversations = service(tmp_path, summary_threshold_chars=0, recent_messages=0, retention="summaries_only")
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "What is the meal per diem?", "EUR 45 at home.")
+        assert rows(tmp_path / "conversations.sqlite", "SELECT COUNT(*) FROM rag_conversation_messages") == [(0,)]
+        history = conversations.history(conversation_id, SAM)
+        assert history == [
+            {
+                "role": "system",
+                "content": f"{SUMMARY_HEADER}\nUser asked: What is the meal per diem? Answer: EUR 45 at home.",
+            }
+        ]
+
+    def test_a_failing_summariser_keeps_the_turns(self, tmp_path):
+        conversations = service(tmp_path, FailingSummarizer(), summary_threshold_chars=0, recent_messages=0)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "Question?", "Answer.")
+        assert [message["role"] for message in conversations.history(conversation_id, SAM)] == ["user", "assistant"]
+
+    def test_other_users_and_tenants_get_not_found(self, tmp_path):
+        conversations = service(tmp_path)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "Secret question?", "Secret answer.")
+        for stranger in (EVA, GLOBEX_SAM, TENANT_ONLY):
+            for call in (
+                lambda: conversations.history(conversation_id, stranger),
+                lambda: conversations.get(conversation_id, stranger),
+                lambda: conversations.delete(conversation_id, stranger),
+                lambda: conversations.record_turn(conversation_id, stranger, "q", "a"),
+            ):
+                with pytest.raises(ApiError) as raised:
+                    call()
+                assert raised.value.status_code == 404 and "Secret" not in raised.value.message
+        assert len(conversations.get(conversation_id, SAM)["messages"]) == 2
+
+    def test_chat_history_with_a_conversation_is_refused(self, tmp_path):
+        conversations = service(tmp_path)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        with pytest.raises(ApiError) as raised:
+            conversations.history_for(conversation_id, SAM, {"chat_history": [{"role": "user", "content": "x"}]})
+        assert raised.value.status_code == 422
+
+    def test_delete_and_delete_tenant(self, tmp_path):
+        conversations = service(tmp_path, summary_threshold_chars=0, recent_messages=0)
+        kept = conversations.create(GLOBEX_SAM)["conversation_id"]
+        first = conversations.create(SAM)["conversation_id"]
+        second = conversations.create(EVA)["conversation_id"]
+        for conversation_id, identity in ((first, SAM), (second, EVA), (kept, GLOBEX_SAM)):
+            conversations.record_turn(conversation_id, identity, "q?", "a.")
+        deleted = conversations.delete(first, SAM)
+        assert deleted == {"conversation_id": first, "deleted": True, "messages": 2, "summaries": 1}
+        assert conversations.delete_tenant("acme") == 1
+        path = tmp_path / "conversations.sqlite"
+        assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversations") == [("globex",)]
+        assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversation_summaries") == [("globex",)]
+        assert rows(path, "SELECT DISTINCT conversation_id FROM rag_conversation_messages") == [(kept,)]
+
+
+@pytest.mark.unit
+class TestConversationSettings:
+    def test_from_env(self, monkeypatch):
+        monkeypatch.setenv("SOURCEBOUND_CONVERSATION_RETENTION", "summaries_only")
+        monkeypatch.setenv("SOURCEBOUND_CONVERSATION_RECENT_MESSAGES", "0")
+        monkeypatch.setenv("SOURCEBOUND_CONVERSATION_SUMMARY_THRESHOLD_CHARS", "500")
+        assert ConversationSettings.from_env() == ConversationSettings(0, 500, "summaries_only")
+
+    def test_bad_values_name_the_variable(self, monkeypatch):
+        monkeypatch.setenv("SOURCEBOUND_CONVERSATION_RETENTION", "forever")
+        with pytest.raises(ConfigError, match="SOURCEBOUND_CONVERSATION_RETENTION"):
+            ConversationSettings.from_env()
