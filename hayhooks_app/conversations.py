@@ -255,20 +255,8 @@ class ConversationService:
 
     def delete_tenant(self, tenant_id: str) -> int:
         """Remove every conversation of a tenant (tenant deletion); returns how many."""
-        if not self.path.exists():
-            return 0
-        with self._lock, closing(self._connect()) as connection, connection:
-            ids = [
-                row[0]
-                for row in connection.execute("SELECT id FROM rag_conversations WHERE tenant_id = ?", (tenant_id,))
-            ]
-            for conversation_id in ids:
-                connection.execute(
-                    "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
-                )
-                connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
-            connection.execute("DELETE FROM rag_conversations WHERE tenant_id = ?", (tenant_id,))
-        return len(ids)
+        with self._lock:
+            return erase_conversations(self.path, tenant_id)
 
     def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
         """Store a question and its answer, then summarise older turns when the threshold is passed."""
@@ -335,6 +323,34 @@ def conversation_service(data_dir: Path, rag_pipeline: Any) -> ConversationServi
             )
             break
     return ConversationService(Path(data_dir) / CONVERSATIONS_FILE, ConversationSettings.from_env(), summarizer)
+
+
+def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = None) -> int:
+    """
+    Remove a tenant's conversations (or only one user's, in that tenant or, with ``tenant_id`` ``None``, in
+    every tenant) with their turns and summaries; returns how many (docs/contract.md, "Deletion").
+    """
+    path = Path(path)
+    if not path.exists():
+        return 0
+    conditions, params = [], []
+    if tenant_id is not None:
+        conditions.append("tenant_id = ?")
+        params.append(tenant_id)
+    if user_id is not None:
+        conditions.append("user_id = ?")
+        params.append(user_id)
+    if not conditions:
+        raise ValueError("name a tenant, a user or both")
+    where = " AND ".join(conditions)
+    with closing(sqlite3.connect(path, timeout=10.0)) as connection, connection:
+        connection.executescript(SCHEMA)
+        ids = [row[0] for row in connection.execute(f"SELECT id FROM rag_conversations WHERE {where}", params)]  # noqa: S608
+        for conversation_id in ids:
+            connection.execute("DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,))
+            connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
+            connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+    return len(ids)
 
 
 # ---------------------------------------------------------------------- HTTP

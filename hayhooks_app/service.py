@@ -441,17 +441,15 @@ class ServiceContainer:
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
         """
         Remove everything of a tenant (docs/contract.md "Deletion"): chunks, query-log rows, index events (one
-        tombstone stays), tag owners and API keys; the result says how many of each.
+        tombstone stays), tag owners, API keys, conversations and glossary; the result says how many of each.
         """
         from hayhooks_app.erasure import erase_tenant
 
         with self.write_lock:
             removed = erase_tenant(
                 self.store, tenant_id, records=self.records, directory=self.tag_directory(),
-                keys_file=self.settings.api_keys_file, key_id=key_id,
+                keys_file=self.settings.api_keys_file, key_id=key_id, data_dir=self.settings.data_dir,
             )  # fmt: skip
-            removed["conversations"] = self.conversations.delete_tenant(tenant_id)
-            removed["glossary"] = int(self.glossary.remove(tenant_id))
         metrics.tenant_deletions.inc()
         metrics.tenant_chunks_removed.inc(removed["chunks"])
         return {"tenant_id": tenant_id, "chunks_removed": removed["chunks"], "removed": removed}

@@ -263,3 +263,20 @@ class TestApiKeyIdentity:
         assert mine["metadata"]["glossary_terms"] == ["Peoplebase"]
         theirs = http.post("/search/run", json=query, headers=bearer(keys["globex"])).json()["result"]
         assert theirs["metadata"]["glossary_terms"] == [] and theirs["results"] == []
+
+    def test_deleting_the_tenant_removes_its_conversations_and_glossary(self, keyed):
+        import sqlite3
+
+        server, keys = keyed
+        http = server.client
+        assert http.post("/conversations", json={}, headers=bearer(keys["globex"])).status_code == 200
+        deleted = http.post("/delete_tenant/run", json={"tenant_id": "acme"}, headers=bearer(keys["admin"]))
+        assert deleted.status_code == 200, deleted.text
+        removed = deleted.json()["result"]["removed"]
+        assert removed["conversations"] >= 1 and removed["glossary"] == 1
+        with sqlite3.connect(server.data_dir / "conversations.sqlite") as connection:
+            tenants = {row[0] for row in connection.execute("SELECT tenant_id FROM rag_conversations")}
+            summaries = {row[0] for row in connection.execute("SELECT tenant_id FROM rag_conversation_summaries")}
+        assert tenants == {"globex"} and summaries <= {"globex"}
+        with sqlite3.connect(server.data_dir / "glossary.sqlite") as connection:
+            assert connection.execute("SELECT COUNT(*) FROM glossary_vocabularies").fetchone() == (0,)

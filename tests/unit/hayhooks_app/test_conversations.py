@@ -7,7 +7,12 @@ import pytest
 
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
 from hayhooks_app.config import ConfigError
-from hayhooks_app.conversations import SUMMARY_HEADER, ConversationService, ConversationSettings
+from hayhooks_app.conversations import (
+    SUMMARY_HEADER,
+    ConversationService,
+    ConversationSettings,
+    erase_conversations,
+)
 from hayhooks_app.errors import ApiError
 from hayhooks_app.identity import Identity
 
@@ -134,6 +139,25 @@ class TestConversationService:
         assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversations") == [("globex",)]
         assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversation_summaries") == [("globex",)]
         assert rows(path, "SELECT DISTINCT conversation_id FROM rag_conversation_messages") == [(kept,)]
+
+
+@pytest.mark.unit
+class TestEraseConversations:
+    def test_a_users_conversations_in_one_tenant_or_all(self, tmp_path):
+        conversations = service(tmp_path)
+        for identity in (SAM, SAM, EVA, GLOBEX_SAM):
+            conversations.create(identity)
+        path = tmp_path / "conversations.sqlite"
+        assert erase_conversations(path, "acme", "u-sam") == 2
+        assert sorted(rows(path, "SELECT tenant_id, user_id FROM rag_conversations")) == [
+            ("acme", "u-eva"),
+            ("globex", "u-sam"),
+        ]
+        assert erase_conversations(path, None, "u-sam") == 1
+        assert rows(path, "SELECT tenant_id, user_id FROM rag_conversations") == [("acme", "u-eva")]
+        assert erase_conversations(tmp_path / "absent.sqlite", "acme") == 0
+        with pytest.raises(ValueError, match="name a tenant"):
+            erase_conversations(path, None)
 
 
 @pytest.mark.unit
