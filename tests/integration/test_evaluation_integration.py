@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def ci_run(tmp_path_factory):
-    datasets = resolve_datasets(["normans", "sample-gold"], max_unanswerable=CI_MAX_UNANSWERABLE)
+    datasets = resolve_datasets(["normans", "sample-gold", "sample-aliases"], max_unanswerable=CI_MAX_UNANSWERABLE)
     summary, records = run_evaluation(datasets, repeat=True, mode="ci")
     out = tmp_path_factory.mktemp("evaluation-report")
     write_report(summary, records, out)
