@@ -111,7 +111,8 @@ class TestServerProfile:
         assert data["components"]["retriever_bm25"]["type"] == profiles.BM25_TEXT
         receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
         assert receivers["retriever.query_sparse_embedding"] == "retriever_bm25.sparse_embedding"
-        assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "classifier.retrieval_query"
+        # The glossary-expanded keyword query is what the BM25 query vector is computed from.
+        assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "expander.keyword_query"
 
     def test_writer_gets_bm25_document_vectors(self):
         data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "indexing.yml").read_text()))
