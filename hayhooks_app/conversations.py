@@ -44,7 +44,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,14 +140,31 @@ class ConversationService:
         self.path = Path(path)
         self.settings = settings
         self.summarizer = summarizer
-        self._lock = threading.Lock()  # one writer per process: turns and summaries never interleave
+        # One connection per process, used under this lock: turns and summaries never interleave.
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
 
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10.0)
-        connection.execute("PRAGMA foreign_keys = ON")
-        connection.executescript(SCHEMA)
-        return connection
+    @contextmanager
+    def _session(self) -> Iterator[sqlite3.Connection]:
+        """The service's one connection, under its lock (opening and closing per call costs a WAL checkpoint)."""
+        with self._lock:
+            if self._db is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
+                db.execute("PRAGMA foreign_keys = ON")
+                # WAL: a commit costs one sync, and the CLI can erase while the server runs.
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.executescript(SCHEMA)
+                self._db = db
+            yield self._db
+
+    def close(self) -> None:
+        """Close the connection (the service reopens it on next use)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def _check_owner(self, connection: sqlite3.Connection, conversation_id: str, identity: Identity) -> None:
         tenant_id, user_id = _owner(identity)
@@ -164,7 +182,7 @@ class ConversationService:
         conversation_id = f"conv-{uuid.uuid4().hex}"
         now = time.time()
         tenant_id, user_id = _owner(identity)
-        with closing(self._connect()) as connection, connection:
+        with self._session() as connection, connection:
             connection.execute(
                 "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -193,7 +211,7 @@ class ConversationService:
 
         :raises ApiError: 404 when the conversation is not the caller's.
         """
-        with closing(self._connect()) as connection:
+        with self._session() as connection:
             self._check_owner(connection, conversation_id, identity)
             summary, _ = self._summary(connection, conversation_id)
             pending = self._pending(connection, conversation_id)
@@ -210,7 +228,7 @@ class ConversationService:
 
     def get(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
         """The conversation's summary, its stored turns and its summaries' message ids (404 when not the caller's)."""
-        with closing(self._connect()) as connection:
+        with self._session() as connection:
             self._check_owner(connection, conversation_id, identity)
             created, updated = connection.execute(
                 "SELECT created_at, updated_at FROM rag_conversations WHERE id = ?", (conversation_id,)
@@ -242,7 +260,7 @@ class ConversationService:
 
     def delete(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
         """Remove the conversation, its turns and its summaries (404 when not the caller's)."""
-        with self._lock, closing(self._connect()) as connection, connection:
+        with self._session() as connection, connection:
             self._check_owner(connection, conversation_id, identity)
             messages = connection.execute(
                 "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
@@ -261,21 +279,21 @@ class ConversationService:
     def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
         """Store a question and its answer, then summarise older turns when the threshold is passed."""
         now = time.time()
-        with self._lock:
-            with closing(self._connect()) as connection, connection:
-                self._check_owner(connection, conversation_id, identity)
-                connection.executemany(
-                    "INSERT INTO rag_conversation_messages (conversation_id, role, content, created_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    [(conversation_id, "user", question, now), (conversation_id, "assistant", answer, now)],
-                )
-                connection.execute("UPDATE rag_conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
-            self._maybe_summarise(conversation_id, identity)
+        with self._session() as connection, connection:
+            self._check_owner(connection, conversation_id, identity)
+            connection.executemany(
+                "INSERT INTO rag_conversation_messages (conversation_id, role, content, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(conversation_id, "user", question, now), (conversation_id, "assistant", answer, now)],
+            )
+            connection.execute("UPDATE rag_conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+        self._maybe_summarise(conversation_id, identity)
 
     def _maybe_summarise(self, conversation_id: str, identity: Identity) -> None:
-        with closing(self._connect()) as connection:
+        with self._session() as connection:
             pending = self._pending(connection, conversation_id)
             previous, _ = self._summary(connection, conversation_id)
+            latest = self._latest_summary_id(connection, conversation_id)
         volume = sum(len(content) for _, _, content in pending)
         keep = self.settings.recent_messages
         folded = pending[: len(pending) - keep] if keep else pending
@@ -283,19 +301,26 @@ class ConversationService:
             return
         messages = [{"role": role, "content": content} for _, role, content in folded]
         try:
+            # Outside the lock: an LLM summary takes seconds, and other conversations must not wait for it.
             summary = self.summarizer.run(messages=messages, previous_summary=previous)["summary"]
         except Exception:  # the answer was given; the turns stay unsummarised and are tried again next turn
             logger.warning("Summarising conversation %s failed; its turns stay unsummarised.", conversation_id)
             return
         ids = [message_id for message_id, _, _ in folded]
         tenant_id, user_id = _owner(identity)
-        with closing(self._connect()) as connection, connection:
+        marks = ",".join("?" * len(ids))
+        with self._session() as connection, connection:
+            still_pending = connection.execute(
+                f"SELECT COUNT(*) FROM rag_conversation_messages WHERE summarized = 0 AND id IN ({marks})",  # noqa: S608
+                ids,
+            ).fetchone()[0]
+            if self._latest_summary_id(connection, conversation_id) != latest or still_pending != len(ids):
+                return  # a concurrent turn of the same conversation summarised first (or it was deleted)
             connection.execute(
                 "INSERT INTO rag_conversation_summaries (tenant_id, user_id, project_id, thread_id, summary_text, "
                 "message_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (tenant_id, user_id, identity.project_id, conversation_id, summary, json.dumps(ids), time.time()),
             )
-            marks = ",".join("?" * len(ids))
             if self.settings.retention == "summaries_only":
                 connection.execute(f"DELETE FROM rag_conversation_messages WHERE id IN ({marks})", ids)  # noqa: S608
             else:
@@ -304,25 +329,12 @@ class ConversationService:
                     ids,
                 )
 
-
-def conversation_service(data_dir: Path, rag_pipeline: Any) -> ConversationService:
-    """
-    The service over ``DATA_DIR/conversations.sqlite``: summarised by the RAG pipeline's Ollama answerer (same
-    URL, model and timeout) when it has one, else extractively.
-    """
-    from components.generators.conversation_summarizer import (
-        ExtractiveConversationSummarizer,
-        OllamaConversationSummarizer,
-    )
-
-    summarizer: Any = ExtractiveConversationSummarizer()
-    for _name, component in rag_pipeline.walk():
-        if type(component).__name__ == "OllamaAnswerer":
-            summarizer = OllamaConversationSummarizer(
-                url=component.url, model=component.model, timeout=component.timeout
-            )
-            break
-    return ConversationService(Path(data_dir) / CONVERSATIONS_FILE, ConversationSettings.from_env(), summarizer)
+    @staticmethod
+    def _latest_summary_id(connection: sqlite3.Connection, conversation_id: str) -> int | None:
+        row = connection.execute(
+            "SELECT MAX(id) FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
+        ).fetchone()
+        return row[0] if row else None
 
 
 def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = None) -> int:

@@ -226,6 +226,8 @@ class ServiceContainer:
     def close(self) -> None:
         if self._records is not None:
             self._records.close()
+        if self._conversations is not None:
+            self._conversations.close()
 
     # ------------------------------------------------------------------ queries
 

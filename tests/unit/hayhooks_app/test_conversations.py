@@ -102,6 +102,24 @@ class TestConversationService:
         conversations.record_turn(conversation_id, SAM, "Question?", "Answer.")
         assert [message["role"] for message in conversations.history(conversation_id, SAM)] == ["user", "assistant"]
 
+    def test_a_concurrent_summary_of_the_same_turns_wins_once(self, tmp_path):
+        class Reentrant:
+            # While the first summary is being written (outside the lock), another turn's summary lands first.
+            calls = 0
+
+            def run(self, messages, previous_summary=None):
+                Reentrant.calls += 1
+                if Reentrant.calls == 1:
+                    conversations._maybe_summarise(conversation_id, SAM)
+                return {"summary": f"summary {Reentrant.calls}"}
+
+        conversations = service(tmp_path, Reentrant(), summary_threshold_chars=0, recent_messages=0)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "q?", "a.")
+        stored = conversations.get(conversation_id, SAM)
+        assert stored["summary"] == "summary 2" and len(stored["summaries"]) == 1
+        assert Reentrant.calls == 2
+
     def test_other_users_and_tenants_get_not_found(self, tmp_path):
         conversations = service(tmp_path)
         conversation_id = conversations.create(SAM)["conversation_id"]
