@@ -271,11 +271,6 @@ class ConversationService:
             connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
         return {"conversation_id": conversation_id, "deleted": True, "messages": messages, "summaries": summaries}
 
-    def delete_tenant(self, tenant_id: str) -> int:
-        """Remove every conversation of a tenant (tenant deletion); returns how many."""
-        with self._lock:
-            return erase_conversations(self.path, tenant_id)
-
     def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
         """Store a question and its answer, then summarise older turns when the threshold is passed."""
         now = time.time()
@@ -335,6 +330,26 @@ class ConversationService:
             "SELECT MAX(id) FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
         ).fetchone()
         return row[0] if row else None
+
+
+def conversation_service(data_dir: Path, rag_pipeline: Any) -> ConversationService:
+    """
+    The service over ``DATA_DIR/conversations.sqlite``: summarised by the RAG pipeline's Ollama answerer (same
+    URL, model and timeout) when it has one, else extractively.
+    """
+    from components.generators.conversation_summarizer import (
+        ExtractiveConversationSummarizer,
+        OllamaConversationSummarizer,
+    )
+
+    summarizer: Any = ExtractiveConversationSummarizer()
+    for _name, component in rag_pipeline.walk():
+        if type(component).__name__ == "OllamaAnswerer":
+            summarizer = OllamaConversationSummarizer(
+                url=component.url, model=component.model, timeout=component.timeout
+            )
+            break
+    return ConversationService(Path(data_dir) / CONVERSATIONS_FILE, ConversationSettings.from_env(), summarizer)
 
 
 def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = None) -> int:

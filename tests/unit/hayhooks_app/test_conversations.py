@@ -11,6 +11,7 @@ from hayhooks_app.conversations import (
     SUMMARY_HEADER,
     ConversationService,
     ConversationSettings,
+    conversation_service,
     erase_conversations,
 )
 from hayhooks_app.errors import ApiError
@@ -143,7 +144,7 @@ class TestConversationService:
             conversations.history_for(conversation_id, SAM, {"chat_history": [{"role": "user", "content": "x"}]})
         assert raised.value.status_code == 422
 
-    def test_delete_and_delete_tenant(self, tmp_path):
+    def test_delete_and_erase_a_tenant(self, tmp_path):
         conversations = service(tmp_path, summary_threshold_chars=0, recent_messages=0)
         kept = conversations.create(GLOBEX_SAM)["conversation_id"]
         first = conversations.create(SAM)["conversation_id"]
@@ -152,11 +153,29 @@ class TestConversationService:
             conversations.record_turn(conversation_id, identity, "q?", "a.")
         deleted = conversations.delete(first, SAM)
         assert deleted == {"conversation_id": first, "deleted": True, "messages": 2, "summaries": 1}
-        assert conversations.delete_tenant("acme") == 1
         path = tmp_path / "conversations.sqlite"
+        assert erase_conversations(path, "acme") == 1  # beside the service's open connection
         assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversations") == [("globex",)]
         assert rows(path, "SELECT DISTINCT tenant_id FROM rag_conversation_summaries") == [("globex",)]
         assert rows(path, "SELECT DISTINCT conversation_id FROM rag_conversation_messages") == [(kept,)]
+
+
+@pytest.mark.unit
+class TestConversationServiceFactory:
+    def test_the_rag_pipelines_ollama_answerer_summarises_else_extractive(self, tmp_path):
+        from haystack import Pipeline
+
+        from components.generators.conversation_summarizer import OllamaConversationSummarizer
+        from components.generators.ollama_answerer import OllamaAnswerer
+
+        extractive = conversation_service(tmp_path, Pipeline())
+        assert isinstance(extractive.summarizer, ExtractiveConversationSummarizer)
+        assert extractive.path == tmp_path / "conversations.sqlite"
+        pipeline = Pipeline()
+        pipeline.add_component("answerer", OllamaAnswerer(model="llama3.2", url="http://127.0.0.1:11999", timeout=7))
+        summarizer = conversation_service(tmp_path, pipeline).summarizer
+        assert isinstance(summarizer, OllamaConversationSummarizer)
+        assert (summarizer.url, summarizer.model, summarizer.timeout) == ("http://127.0.0.1:11999", "llama3.2", 7.0)
 
 
 @pytest.mark.unit
