@@ -152,6 +152,8 @@ class ConversationService:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
                 db.execute("PRAGMA foreign_keys = ON")
+                # Deleted turns are zeroed, not left in free pages (docs/contract.md, "Deletion").
+                db.execute("PRAGMA secure_delete = ON")
                 # WAL: a commit costs one sync, and the CLI can erase while the server runs.
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")
@@ -269,6 +271,8 @@ class ConversationService:
                 "DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
             ).rowcount
             connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+        with self._session() as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # nothing of it left in the log either
         return {"conversation_id": conversation_id, "deleted": True, "messages": messages, "summaries": summaries}
 
     def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
@@ -370,13 +374,19 @@ def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = 
     if not conditions:
         raise ValueError("name a tenant, a user or both")
     where = " AND ".join(conditions)
-    with closing(sqlite3.connect(path, timeout=10.0)) as connection, connection:
+    with closing(sqlite3.connect(path, timeout=10.0)) as connection:
+        # Erased turns are zeroed, not left in free pages or in the write-ahead log (docs/contract.md, "Deletion").
+        connection.execute("PRAGMA secure_delete = ON")
         connection.executescript(SCHEMA)
-        ids = [row[0] for row in connection.execute(f"SELECT id FROM rag_conversations WHERE {where}", params)]  # noqa: S608
-        for conversation_id in ids:
-            connection.execute("DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,))
-            connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
-            connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+        with connection:
+            ids = [row[0] for row in connection.execute(f"SELECT id FROM rag_conversations WHERE {where}", params)]  # noqa: S608
+            for conversation_id in ids:
+                connection.execute(
+                    "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
+                )
+                connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
+                connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return len(ids)
 
 

@@ -196,6 +196,23 @@ class TestEraseConversations:
         with pytest.raises(ValueError, match="name a tenant"):
             erase_conversations(path, None)
 
+    def test_erased_turns_leave_no_bytes_behind(self, tmp_path):
+        conversations = service(tmp_path, summary_threshold_chars=0, recent_messages=0, retention="summaries_only")
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "Is the zanzibar merger secret?", "Yes, zanzibar is secret.")
+        assert erase_conversations(tmp_path / "conversations.sqlite", "acme") == 1
+        conversations.close()
+        for path in tmp_path.glob("conversations.sqlite*"):
+            assert b"zanzibar" not in path.read_bytes(), path.name
+
+    def test_a_deleted_conversation_leaves_no_bytes_behind(self, tmp_path):
+        conversations = service(tmp_path)
+        conversation_id = conversations.create(SAM)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM, "Is the zanzibar merger secret?", "Yes.")
+        conversations.delete(conversation_id, SAM)
+        for path in tmp_path.glob("conversations.sqlite*"):
+            assert b"zanzibar" not in path.read_bytes(), path.name
+
 
 @pytest.mark.unit
 class TestConversationSettings:
