@@ -167,9 +167,15 @@ class Vocabulary:
         if not isinstance(compiled, dict) or compiled.get("version") != VOCABULARY_VERSION:
             raise GlossaryError(f"not a version-{VOCABULARY_VERSION} vocabulary; recompile it from the glossary CSV.")
         self.terms: dict[str, dict[str, Any]] = {item["term"]: item for item in compiled.get("terms", [])}
-        self._index: dict[tuple[str, ...], list[str]] = {
-            tuple(key.split(" ")): list(terms) for key, terms in compiled.get("index", {}).items()
-        }
+        # Keyed with today's tokenisation, not the stored index's: a stored vocabulary keeps matching queries
+        # if word normalisation changes after it was compiled.
+        index: dict[tuple[str, ...], list[str]] = {}
+        for item in compiled.get("terms", []):
+            for phrase in (item["term"], *item["aliases"]):
+                terms = index.setdefault(tuple(phrase_key(phrase).split(" ")), [])
+                if item["term"] not in terms:
+                    terms.append(item["term"])
+        self._index = index
         self._longest = max((len(key) for key in self._index), default=0)
 
     def __len__(self) -> int:

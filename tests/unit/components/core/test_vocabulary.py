@@ -105,6 +105,12 @@ class TestVocabulary:
     def test_expansions_of_an_unmatched_query_are_empty(self):
         assert vocabulary().expansions("Where is the printer?") == ([], [])
 
+    def test_matching_follows_todays_tokenisation_not_the_stored_index(self):
+        compiled = compile_vocabulary(parse_glossary_csv(GLOSSARY))
+        compiled["index"] = {"stale key": ["PTO"]}  # as if compiled under another normalisation
+        assert Vocabulary(compiled).match("Vacation days left?") == ["PTO"]
+        assert Vocabulary(compiled).match("stale key") == []
+
     def test_rejects_something_that_is_not_a_vocabulary(self):
         with pytest.raises(GlossaryError, match="recompile"):
             Vocabulary({"terms": []})
