@@ -5,7 +5,7 @@ table, and exit non-zero when a threshold is missed.
 Usage:
 
 ```bash
-.venv/bin/python -m evaluation                   # normans + sample-gold + manpages-dev, every question
+.venv/bin/python -m evaluation                   # every built-in dataset, every question
 .venv/bin/python -m evaluation --ci              # CI-sized: all answerable, 30 sampled unanswerable
 .venv/bin/python -m evaluation --dataset my.jsonl --corpus corpus.yml --out /tmp/report
 ```
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 CI_MAX_UNANSWERABLE = 30
-BUILTIN_DATASETS = ("normans", "sample-gold", "manpages-dev")
+BUILTIN_DATASETS = ("normans", "sample-gold", "manpages-dev", "sample-aliases")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,8 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dataset",
         action="append",
         help=(
-            "normans, sample-gold, manpages-dev, or a dataset file (.yml, .jsonl, SQuAD .json); "
-            "repeatable (default: the three built-ins)"
+            "normans, sample-gold, manpages-dev, sample-aliases, or a dataset file (.yml, .jsonl, SQuAD .json); "
+            "repeatable (default: every built-in)"
         ),
     )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")

@@ -46,6 +46,7 @@ from components.services.corpus_manifest import (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EVALUATION_DIR = Path(__file__).resolve().parent
 SAMPLE_GOLD = EVALUATION_DIR / "datasets" / "sample_gold.yml"
+SAMPLE_ALIASES = EVALUATION_DIR / "datasets" / "sample_aliases.yml"
 NORMANS_RELATIVE = Path("datasets") / "squad2-normans" / "normans.json"
 MANPAGES_RELATIVE = Path("datasets") / "manpages-dev" / "qa.json"
 
@@ -142,6 +143,8 @@ class EvalDataset:
     :param granularity: How the corpus was split into documents, for the report
         (e.g. "one document per paragraph").
     :param directory: A tag-owner directory YAML loaded into the store's data dir (ROUTE targets).
+    :param glossaries: Glossary CSVs by tenant, loaded into the data dir's glossary (query expansion); recall
+        is then also measured without them.
     """
 
     name: str
@@ -151,6 +154,7 @@ class EvalDataset:
     granularity: str = "one document per source file"
     source: str = ""
     directory: Path | None = None
+    glossaries: dict[str, Path] = field(default_factory=dict)
     _by_id: dict[str, CorpusDocument] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -178,6 +182,7 @@ class EvalDataset:
             granularity=self.granularity,
             source=self.source,
             directory=self.directory,
+            glossaries=self.glossaries,
         )
 
 
@@ -482,6 +487,12 @@ def load_dataset(
     directory = (path.parent / header["directory"]).resolve() if header.get("directory") else None
     if directory is not None and not directory.is_file():
         raise DatasetError(f"{path}: directory file {directory} does not exist.")
+    glossaries = {}
+    for tenant_id, relative in (header.get("glossaries") or {}).items():
+        glossary = (path.parent / str(relative)).resolve()
+        if not glossary.is_file():
+            raise DatasetError(f"{path}: glossary file {glossary} (tenant {tenant_id!r}) does not exist.")
+        glossaries[str(tenant_id)] = glossary
     questions = [
         parse_question(record, requesters, f"{path.name} question {index}") for index, record in enumerate(records)
     ]
@@ -493,11 +504,17 @@ def load_dataset(
         granularity=str(header.get("granularity") or "one document per source file"),
         source=str(path),
         directory=directory,
+        glossaries=glossaries,
     )
 
 
 def load_sample_gold(path: str | os.PathLike = SAMPLE_GOLD) -> EvalDataset:
     """Our gold set over the bundled sample corpus."""
+    return load_dataset(path)
+
+
+def load_sample_aliases(path: str | os.PathLike = SAMPLE_ALIASES) -> EvalDataset:
+    """Questions over the bundled sample corpus that use glossary aliases the documents do not."""
     return load_dataset(path)
 
 

@@ -7,7 +7,8 @@ Every metric is a :class:`MetricValue`. A metric that cannot be computed is
 thresholded metric that did not run as a violation unless the threshold says otherwise.
 
 Ours (see ``evaluation/README.md`` for exact definitions):
-``recall_at_5``, ``citation_validity``, ``grounded_rate``, ``gold_span_rate``,
+``recall_at_5`` (with ``recall_at_5_without_glossary`` and ``glossary_recall_gain`` on datasets with
+glossaries), ``citation_validity``, ``grounded_rate``, ``gold_span_rate``,
 ``abstention_rate``, ``cite_rate``, ``auroc``, ``determinism``,
 ``latency_p50_ms``/``latency_p95_ms`` (and the search pipeline's), ``forbidden_leakage``
 and ``errors``.
@@ -217,6 +218,19 @@ def our_metrics(records: Sequence[QuestionRecord], dataset: EvalDataset, k: int 
         if set(record.gold_document_ids) & {chunk.document_id for chunk in (record.retrieved or record.context)[:k]}
     )
     metrics[f"recall_at_{k}"] = _rate(recall_hits, len(answerable))
+    # Datasets with glossaries: the same search without query expansion, and what expansion gained.
+    plain = [record for record in answerable if record.retrieved_without_glossary is not None]
+    if plain:
+
+        def hit(record: QuestionRecord, chunks: list) -> bool:
+            return bool(set(record.gold_document_ids) & {chunk.document_id for chunk in chunks[:k]})
+
+        with_hits = sum(1 for record in plain if hit(record, record.retrieved or record.context))
+        plain_hits = sum(1 for record in plain if hit(record, record.retrieved_without_glossary))
+        metrics[f"recall_at_{k}_without_glossary"] = _rate(plain_hits, len(plain))
+        metrics["glossary_recall_gain"] = MetricValue(
+            value=round((with_hits - plain_hits) / len(plain), 6), n=len(plain)
+        )
 
     with_citations = [record for record in records if record.citations or find_source_ids(record.answer)]
     valid = sum(1 for record in with_citations if not invalid_citations(record))

@@ -58,6 +58,7 @@ class QuestionRecord:
     grounded: bool = False
     context: list[ContextChunk] = field(default_factory=list)
     retrieved: list[ContextChunk] = field(default_factory=list)
+    retrieved_without_glossary: list[ContextChunk] | None = None
     citations: list[str] = field(default_factory=list)
     top3_repeat: list[str] | None = None
     reference_contexts: list[str] = field(default_factory=list)
@@ -86,5 +87,10 @@ class QuestionRecord:
         for key in ("context", "retrieved"):
             values[key] = [
                 chunk if isinstance(chunk, ContextChunk) else ContextChunk(**chunk) for chunk in values.get(key, [])
+            ]
+        if values.get("retrieved_without_glossary") is not None:
+            values["retrieved_without_glossary"] = [
+                chunk if isinstance(chunk, ContextChunk) else ContextChunk(**chunk)
+                for chunk in values["retrieved_without_glossary"]
             ]
         return cls(**values)

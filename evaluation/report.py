@@ -36,6 +36,8 @@ LATEST_DIR = REPORTS_DIR / "latest"
 # Display order and labels; metrics not listed are appended in name order.
 METRIC_LABELS: dict[str, str] = {
     "recall_at_5": "recall@5 (gold document in top 5)",
+    "recall_at_5_without_glossary": "recall@5 without glossary expansion",
+    "glossary_recall_gain": "recall@5 gained by glossary expansion",
     "citation_validity": "citation validity (cited ⊆ context)",
     "grounded_rate": "grounded rate (answerable)",
     "gold_span_rate": "answer contains a gold span",

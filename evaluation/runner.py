@@ -43,6 +43,7 @@ from evaluation.datasets import (
     load_dataset,
     load_manpages,
     load_normans,
+    load_sample_aliases,
     load_sample_gold,
 )
 from evaluation.metrics import RECALL_K, compute_metrics, contains_gold_span, judge_status, percentile
@@ -77,7 +78,7 @@ def resolve_datasets(
     names: Sequence[str], corpus: str | None = None, max_unanswerable: int | None = None
 ) -> list[EvalDataset]:
     """
-    Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold``, ``manpages-dev`` or a dataset file.
+    Turn ``--dataset`` values into datasets: a built-in name (``evaluation.__main__.BUILTIN_DATASETS``) or a file.
 
     :param max_unanswerable: CI-sized subsets: every answerable and forbidden question, plus this
         many other unanswerable ones (seeded sample).
@@ -90,6 +91,8 @@ def resolve_datasets(
             dataset = load_sample_gold()
         elif name == "manpages-dev":
             dataset = load_manpages()
+        elif name in {"sample-aliases", "sample_aliases"}:
+            dataset = load_sample_aliases()
         else:
             dataset = load_dataset(name, corpus=corpus)
         datasets.append(ci_subset(dataset, max_unanswerable) if max_unanswerable is not None else dataset)
@@ -128,15 +131,23 @@ class CorpusIndex:
         env = pipeline_env(data_dir)
         started = time.perf_counter()
         self.indexing = IndexingService(load_pipeline(INDEXING_PIPELINE, env=env))
+        self.plain_search: QueryService | None = None
         try:
             self._index()
             self._load_directory()
+            self._load_glossaries()
             self.index_seconds = time.perf_counter() - started
             self.service = QueryService(
                 load_pipeline(query_pipeline, env=env, overrides=query_overrides),
                 load_pipeline(SEARCH_PIPELINE, env=env),
             )
             self.service.warm_up()
+            if dataset.glossaries:
+                # The same search with the expander pointed at a glossary file that does not exist: no expansion.
+                no_glossary = {"expander": {"glossary_path": str(data_dir / "no-glossary.sqlite")}}
+                self.plain_search = QueryService(
+                    self.service.rag_pipeline, load_pipeline(SEARCH_PIPELINE, env=env, overrides=no_glossary)
+                )
             self.context_component = self._context_component()
         except BaseException:
             self.close()
@@ -152,6 +163,8 @@ class CorpusIndex:
         service = getattr(self, "service", None)
         if service is not None:
             pipelines += [service.rag_pipeline, service.search_pipeline]
+        if self.plain_search is not None:
+            pipelines.append(self.plain_search.search_pipeline)
         for pipeline in pipelines:
             for _, instance in pipeline.walk():
                 store = getattr(instance, "document_store", None)
@@ -182,6 +195,13 @@ class CorpusIndex:
         from components.core.tag_directory import TagDirectory
 
         TagDirectory(self.data_dir / "tags.sqlite").load_from_yaml(self.dataset.directory)
+
+    def _load_glossaries(self) -> None:
+        from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+
+        store = GlossaryStore(self.data_dir / GLOSSARY_FILE)
+        for tenant_id, path in sorted(self.dataset.glossaries.items()):
+            store.load_csv(tenant_id, Path(path).read_text(encoding="utf-8"))
 
     @property
     def routing_threshold(self) -> float:
@@ -257,8 +277,10 @@ class CorpusIndex:
             "The query pipeline has no CitationExtractor fed with `documents`; the context cannot be recorded."
         )
 
-    def search(self, question: EvalQuestion, k: int = RECALL_K) -> list[ContextChunk]:
-        response = self.service.search({"query": question.question, "k": k, **question.requester.request_fields()})
+    def search(self, question: EvalQuestion, k: int = RECALL_K, glossary: bool = True) -> list[ContextChunk]:
+        """The search pipeline's top ``k``; ``glossary=False``: without query expansion (datasets with glossaries)."""
+        service = self.service if glossary or self.plain_search is None else self.plain_search
+        response = service.search({"query": question.question, "k": k, **question.requester.request_fields()})
         return [
             ContextChunk(
                 source_id=result["source_id"],
@@ -303,6 +325,8 @@ def ask(index: CorpusIndex, question: EvalQuestion, timer: StageTimer) -> Questi
         started = time.perf_counter()
         record.retrieved = index.search(question)
         record.search_latency_ms = (time.perf_counter() - started) * 1000
+        if index.plain_search is not None:
+            record.retrieved_without_glossary = index.search(question, glossary=False)
         record.reference_contexts = index.reference_contexts(question) if question.answerable else []
     except Exception as error:  # one failing question must not hide the others' figures
         logger.exception("question %s failed", question.id)

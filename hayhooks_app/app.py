@@ -48,8 +48,10 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
+from hayhooks_app.conversations import conversation_routes
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
 from hayhooks_app.events.runner import start_beside_server
+from hayhooks_app.glossary import glossary_routes
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
@@ -332,6 +334,8 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     hayhooks_routes = list(app.router.routes)
     app.router.routes[:] = []
     app.include_router(_routes(container))
+    app.include_router(conversation_routes(container))
+    app.include_router(glossary_routes(container))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
     # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).

@@ -6,7 +6,9 @@ Request mapping:
 * the last message (role ``user``) is the query; earlier ``user``/``assistant`` messages are the
   chat history, oldest first. ``system`` messages are dropped: the grounding rules of our own
   system prompt are not negotiable by a client;
-* ``tenant_id``, ``user_tags``, ``user_id``, ``project_id``, ``llm_model`` and
+* with ``conversation_id`` (a server-side conversation, ``POST /conversations``) the server's summary and
+  recent turns are the history and the earlier messages are ignored; the turn is recorded;
+* ``tenant_id``, ``user_tags``, ``user_id``, ``project_id``, ``llm_model``, ``conversation_id`` and
   ``max_context_chunks`` are extra top-level body fields (openai client:
   ``extra_body={...}``); identity follows the server's mode exactly as on ``/rag/run``;
 * OpenAI sampling fields (``temperature``, ``max_tokens``, ...) are accepted and ignored.
@@ -52,7 +54,10 @@ def to_rag_request(request: ChatCompletionRequest) -> dict[str, Any]:
     conversation = [message for message in request.messages if message.role != "system"]
     *history, last = conversation
     rag: dict[str, Any] = {"query": last.text()}
-    if history:
+    if request.conversation_id is not None:
+        # The server's stored history replaces the client's earlier messages (docs/api.md, "Conversations").
+        rag["conversation_id"] = request.conversation_id
+    elif history:
         rag["chat_history"] = [{"role": message.role, "content": message.text()} for message in history]
     if request.llm_model:
         rag["model"] = request.llm_model

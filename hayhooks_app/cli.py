@@ -281,13 +281,17 @@ def _delete(args: argparse.Namespace) -> int:
         records = RecordStore(settings.records_path)
         try:
             if args.user is not None:
-                removed = erase_user(store, args.user, args.tenant, records=records, keys_file=settings.api_keys_file)
+                removed = erase_user(
+                    store, args.user, args.tenant, records=records, keys_file=settings.api_keys_file,
+                    data_dir=settings.data_dir,
+                )  # fmt: skip
                 result, who = {"user_id": args.user, "tenant_id": args.tenant, "removed": removed}, f"user {args.user}"
             else:
                 directory = TagDirectory(settings.data_dir / "tags.sqlite")
                 removed = erase_tenant(
-                    store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file
-                )
+                    store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file,
+                    data_dir=settings.data_dir,
+                )  # fmt: skip
                 result, who = (
                     {"tenant_id": args.tenant, "chunks_removed": removed["chunks"], "removed": removed},
                     args.tenant,

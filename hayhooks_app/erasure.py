@@ -3,10 +3,10 @@ Delete means gone (docs/contract.md "Deletion"): what deleting a tenant or a use
 place for the REST API (``/delete_tenant/run``) and the CLI (``sourcebound delete``).
 
 * tenant: its chunks, its query-log rows and index events (one ``delete_tenant`` tombstone with
-  counts stays), its tag owners, its API keys;
+  counts stays), its tag owners, its API keys, and (given the data dir) its conversations and glossary;
 * user: the user's private documents (``user`` and ``project`` scope owned by the user), the
-  user's query-log rows and the user keys bound to the user (a ``delete_user`` tombstone with
-  counts stays).
+  user's query-log rows, the user keys bound to the user and (given the data dir) the user's
+  conversations (a ``delete_user`` tombstone with counts stays).
 
 Each returns a report of what it removed (``{"chunks": n, "query_log_rows": n, ...}``).
 
@@ -23,8 +23,10 @@ report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners':
 from pathlib import Path
 from typing import Any
 
+from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.services import document_lifecycle
 from hayhooks_app import cli_keys
+from hayhooks_app.conversations import CONVERSATIONS_FILE, erase_conversations
 from hayhooks_app.records import RecordStore
 
 
@@ -36,6 +38,7 @@ def erase_tenant(
     directory: Any | None,
     keys_file: Path | None,
     key_id: str | None = None,
+    data_dir: Path | None = None,
 ) -> dict[str, int]:
     """
     Remove everything of a tenant.
@@ -46,13 +49,17 @@ def erase_tenant(
     :param directory: The tag directory (``TagDirectory``), or ``None`` when the deployment has none.
     :param keys_file: The API keys file, or ``None``.
     :param key_id: The key that asked (kept in the tombstone).
+    :param data_dir: The data dir holding ``conversations.sqlite`` and ``glossary.sqlite``, or ``None``.
     :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``,
-        ``api_keys``.
+        ``api_keys`` (and with ``data_dir`` ``conversations``, ``glossary``).
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
     report["tag_owners"] = directory.remove_tenant(tenant_id) if directory is not None else 0
     report["api_keys"] = cli_keys.revoke_where(keys_file, tenant_id) if keys_file is not None else 0
+    if data_dir is not None:
+        report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
+        report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
     return report
 
@@ -64,11 +71,13 @@ def erase_user(
     *,
     records: RecordStore,
     keys_file: Path | None,
+    data_dir: Path | None = None,
 ) -> dict[str, int]:
     """
-    Remove a user's private documents, query-log rows and user keys, in one tenant or (``None``) in all.
+    Remove a user's private documents, query-log rows, user keys and (with ``data_dir``) conversations, in one
+    tenant or (``None``) in all.
 
-    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys``.
+    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys`` (and with ``data_dir`` ``conversations``).
     :raises LifecycleError: If ``user_id`` is blank.
     """
     report = {"chunks": document_lifecycle.delete_user(store, user_id, tenant_id)}
@@ -78,5 +87,7 @@ def erase_user(
         for tenant in sorted(tenants if tenant_id is None else tenants & {tenant_id}):
             keys += cli_keys.revoke_where(keys_file, tenant, user_id=user_id)
     report["api_keys"] = keys
+    if data_dir is not None:
+        report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id, user_id)
     report.update(records.erase_user(user_id, tenant_id, counts=report))
     return report

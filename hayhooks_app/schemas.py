@@ -52,6 +52,7 @@ MessageText = Annotated[
 ]
 ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
 UserTags = Annotated[list[Identifier], Field(min_length=1, max_length=MAX_TAGS)]
+ConversationId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class StrictModel(BaseModel):
@@ -109,6 +110,10 @@ class RAGRequestBody(_ApiIdentityFields, query_models.RAGRequest):
     )
     user_tags: UserTags | None = Field(None, description="Tags the requester holds (required in trusted mode).")
     filters: SearchFiltersBody | None = None
+    conversation_id: ConversationId | None = Field(
+        None,
+        description="A server-side conversation (POST /conversations): its summary and recent turns are the history.",
+    )
 
 
 class EnrichRequestBody(_ApiIdentityFields, query_models.EnrichRequest):
@@ -324,6 +329,7 @@ class ChatCompletionRequest(StrictModel):
     scope: Literal["project", "user", "tenant", "public"] | None = None
     llm_model: ModelName | None = None
     max_context_chunks: int | None = Field(None, ge=1, le=MAX_CONTEXT_CHUNKS)
+    conversation_id: ConversationId | None = None
     # Accepted, ignored (see the class docstring).
     temperature: float | None = Field(None, strict=False)
     top_p: float | None = Field(None, strict=False)

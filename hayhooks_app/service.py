@@ -99,6 +99,7 @@ class ServiceContainer:
         self._enrichment = None
         self._records: RecordStore | None = None
         self._keys: ApiKeyStore | None = None
+        self._conversations = None
         self.started_at = time.time()
 
     # ------------------------------------------------------------------ building
@@ -186,6 +187,24 @@ class ServiceContainer:
                     self._keys = ApiKeyStore(self.settings.api_keys_file)
         return self._keys
 
+    @property
+    def conversations(self):
+        """The server-side conversations (``hayhooks_app.conversations``), summarised by the RAG pipeline's LLM."""
+        if self._conversations is None:
+            with self._lock:
+                if self._conversations is None:
+                    from hayhooks_app.conversations import conversation_service
+
+                    self._conversations = conversation_service(self.settings.data_dir, self.pipeline("rag"))
+        return self._conversations
+
+    @property
+    def glossary(self):
+        """The per-tenant glossaries the pipelines' query expander reads (``components.core.glossary_store``)."""
+        from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+
+        return GlossaryStore(self.settings.data_dir / GLOSSARY_FILE)
+
     def tag_directory(self) -> Any | None:
         """The tag-owner directory the RAG pipeline's router reads, or ``None``."""
         for _name, component in self.pipeline("rag").walk():
@@ -207,6 +226,8 @@ class ServiceContainer:
     def close(self) -> None:
         if self._records is not None:
             self._records.close()
+        if self._conversations is not None:
+            self._conversations.close()
 
     # ------------------------------------------------------------------ queries
 
@@ -275,6 +296,11 @@ class ServiceContainer:
 
     def rag(self, request: dict[str, Any], identity: Identity, endpoint: str = "rag") -> dict[str, Any]:
         """A grounded answer; records latency, chunks and tokens used, action and confidence."""
+        request = dict(request)
+        conversation_id = request.pop("conversation_id", None)
+        if conversation_id is not None:
+            # The conversation's summary and recent turns are the history (docs/contract.md, "Conversations").
+            request["chat_history"] = self.conversations.history_for(conversation_id, identity, request)
         payload = self._with_identity(request, identity)
         started = time.perf_counter()
         try:
@@ -312,6 +338,9 @@ class ServiceContainer:
                 "sourcebound.confidence": confidence,
             }
         )
+        if conversation_id is not None:
+            self.conversations.record_turn(conversation_id, identity, payload["query"], result["answer"])
+            result["conversation_id"] = conversation_id
         return result
 
     def enrich(self, request: dict[str, Any], identity: Identity, endpoint: str = "enrich") -> dict[str, Any]:
@@ -414,14 +443,14 @@ class ServiceContainer:
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
         """
         Remove everything of a tenant (docs/contract.md "Deletion"): chunks, query-log rows, index events (one
-        tombstone stays), tag owners and API keys; the result says how many of each.
+        tombstone stays), tag owners, API keys, conversations and glossary; the result says how many of each.
         """
         from hayhooks_app.erasure import erase_tenant
 
         with self.write_lock:
             removed = erase_tenant(
                 self.store, tenant_id, records=self.records, directory=self.tag_directory(),
-                keys_file=self.settings.api_keys_file, key_id=key_id,
+                keys_file=self.settings.api_keys_file, key_id=key_id, data_dir=self.settings.data_dir,
             )  # fmt: skip
         metrics.tenant_deletions.inc()
         metrics.tenant_chunks_removed.inc(removed["chunks"])

@@ -109,6 +109,7 @@ class AnswerAssembler:
         documents: list[Document],
         context_tokens_used: int,
         route_to: dict[str, Any] | None = None,
+        glossary_terms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         :param answer: The answerer's text (the draft; replaced by a decline on ROUTE).
@@ -121,6 +122,7 @@ class AnswerAssembler:
         :param documents: The context chunks used.
         :param context_tokens_used: Tokens of the rendered context.
         :param route_to: The route target for ``ROUTE``.
+        :param glossary_terms: Glossary terms the query expander matched (reported in the response).
         :returns: ``response``: the ``RAGResponse`` as a JSON-ready dict.
         """
         draft = None
@@ -139,5 +141,6 @@ class AnswerAssembler:
             generation_time_ms=round(float(generation_time_ms), self.time_decimals),
             grounded=grounded,
             ungrounded_draft=draft,
+            glossary_terms=list(glossary_terms or []),
         )
         return {"response": response.to_json()}

@@ -121,13 +121,19 @@ class SearchResultsBuilder:
 
     @component.output_types(response=dict[str, Any])
     def run(
-        self, documents: list[Document], search_mode: str, max_tokens: int = 2000, latency_ms: float = 0.0
+        self,
+        documents: list[Document],
+        search_mode: str,
+        max_tokens: int = 2000,
+        latency_ms: float = 0.0,
+        glossary_terms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         :param documents: Retrieved chunks in rank order (``score`` = dense similarity).
         :param search_mode: ``vector``, ``keyword`` or ``hybrid``.
         :param max_tokens: Token budget of ``context``.
         :param latency_ms: The search's latency, when known (``QueryService`` sets the measured wall time).
+        :param glossary_terms: Glossary terms the query expander matched (reported in ``metadata``).
         :returns: ``response``: the search response as a JSON-ready dict.
         """
         if not isinstance(max_tokens, int) or max_tokens < 1:
@@ -143,6 +149,7 @@ class SearchResultsBuilder:
                 "vector_results": sum(1 for sides in found_by if "vector" in sides),
                 "keyword_results": sum(1 for sides in found_by if "keyword" in sides),
                 "latency_ms": round(float(latency_ms), 3),
+                "glossary_terms": list(glossary_terms or []),
             },
         )
         tag_span(

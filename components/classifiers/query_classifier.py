@@ -4,8 +4,8 @@
 
 Classification only shapes retrieval: every query still goes through retrieval
 (the contract has no DIRECT path; docs/contract.md, "Answers"). A CLARIFICATION folds the last user
-turn of the history into the retrieval query ("what about part-timers?" after
-"how many vacation days do employees get?" retrieves with both), so the
+turn of the history (or, with none, the last line of a conversation summary) into the retrieval query
+("what about part-timers?" after "how many vacation days do employees get?" retrieves with both), so the
 follow-up finds the same documents; the prompt still carries the original query.
 
 Backends:
@@ -69,6 +69,23 @@ def last_user_turn(chat_history: list[dict[str, Any]] | None) -> str | None:
     for message in reversed(chat_history or []):
         if message.get("role") == "user" and str(message.get("content", "")).strip():
             return str(message["content"]).strip()
+    return None
+
+
+def follow_up_context(chat_history: list[dict[str, Any]] | None) -> str | None:
+    """
+    What a follow-up refers back to: the last user turn, or, when the history has none (a server-side
+    conversation whose raw turns were summarised away), the last line of the newest ``system`` message,
+    which holds the summary's most recent topic (docs/contract.md, "Conversations").
+    """
+    previous = last_user_turn(chat_history)
+    if previous is not None:
+        return previous
+    for message in reversed(chat_history or []):
+        if message.get("role") == "system":
+            lines = [line.strip() for line in str(message.get("content", "")).splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
     return None
 
 
@@ -171,7 +188,7 @@ class QueryClassifier:
     def _result(self, query: str, chat_history: list[dict[str, Any]] | None, query_type: QueryType) -> dict[str, Any]:
         retrieval_query = query
         if query_type is QueryType.CLARIFICATION:
-            previous = last_user_turn(chat_history)
+            previous = follow_up_context(chat_history)
             if previous and previous != query.strip():
                 retrieval_query = f"{previous} {query}"
         tag_span({"sourcebound.query_type": query_type.value})

@@ -239,17 +239,22 @@ class RAGResponse(BaseModel):
     # Only with SOURCEBOUND_DEBUG_UNGROUNDED_DRAFT on a ROUTE (docs/contract.md "Routed answers"):
     # the LLM's draft is kept apart from ``answer`` so no client shows it as an answer.
     ungrounded_draft: str | None = None
+    # The requester's tenant glossary terms found in the query (docs/contract.md, "Glossary").
+    glossary_terms: list[str] = Field(default_factory=list)
+    # The server-side conversation the turn was recorded in (docs/contract.md, "Conversations").
+    conversation_id: str | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
-        # Every serialisation (ours, FastAPI's response model) shows the field only when it is set.
+        # Every serialisation (ours, FastAPI's response model) shows these fields only when they are set.
         data = handler(self)
-        if self.ungrounded_draft is None:
-            data.pop("ungrounded_draft", None)
+        for name in ("ungrounded_draft", "conversation_id"):
+            if getattr(self, name) is None:
+                data.pop(name, None)
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft`` appears only when it is set."""
+        """The JSON-ready dict; ``ungrounded_draft`` and ``conversation_id`` appear only when set."""
         return self.model_dump(mode="json")
 
 
@@ -270,11 +275,12 @@ class SearchResult(BaseModel):
 
 
 class SearchMetadata(BaseModel):
-    """How many returned results each retrieval side found, and the retrieval latency."""
+    """How many returned results each retrieval side found, the retrieval latency and the glossary terms matched."""
 
     vector_results: int = Field(ge=0)
     keyword_results: int = Field(ge=0)
     latency_ms: float = Field(ge=0.0)
+    glossary_terms: list[str] = Field(default_factory=list)
 
 
 class SearchResponse(BaseModel):

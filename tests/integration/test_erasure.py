@@ -1,6 +1,7 @@
 """
 Delete means gone (docs/contract.md "Deletion"), checked in the files themselves: after a tenant
-delete over HTTP the store, ``records.sqlite``, ``tags.sqlite`` and the keys file hold nothing of the
+delete over HTTP the store, ``records.sqlite``, ``tags.sqlite``, the keys file, ``conversations.sqlite`` and
+``glossary.sqlite`` hold nothing of the
 tenant but one tombstone row with counts; ``sourcebound delete --user`` removes a user's private
 documents, log rows and user keys and leaves everyone else's.
 """
@@ -88,6 +89,10 @@ def data_dir(tmp_path_factory):
                     "user_id": user,
                 }
                 assert server.client.post("/search/run", json=body).status_code == 200
+                conversation = server.client.post("/conversations", json={"tenant_id": tenant, "user_id": user})
+                assert conversation.status_code == 200
+            glossary = {"tenant_id": tenant, "csv": "term,aliases\nhandbook,staff guide\n"}
+            assert server.client.post("/glossary", json=glossary).status_code == 200
         directory = TagDirectory(data_dir / "tags.sqlite")
         directory.add_user("u-alice", "alice@example.com")
         for tenant in ("acme", "globex"):
@@ -108,7 +113,9 @@ class TestTenantDelete:
     def test_report_names_what_was_removed(self, data_dir):
         assert data_dir.report == {
             "tenant_id": "acme", "chunks_removed": 4,
-            "removed": {"chunks": 4, "query_log_rows": 2, "index_events": 1, "tag_owners": 1, "api_keys": 2},
+            # index_events: the indexing and the glossary load.
+            "removed": {"chunks": 4, "query_log_rows": 2, "index_events": 2, "tag_owners": 1, "api_keys": 2,
+                        "conversations": 2, "glossary": 1},
         }  # fmt: skip
         assert data_dir.searched_after == []
 
@@ -134,12 +141,14 @@ class TestTenantDelete:
         assert json.loads(details) == {
             "chunks": 4,
             "query_log_rows": 2,
-            "index_events": 1,
+            "index_events": 2,
             "tag_owners": 1,
             "api_keys": 2,
+            "conversations": 2,
+            "glossary": 1,
         }
         assert rows(records, "SELECT count(*) FROM query_log WHERE tenant_id = 'globex'") == [(2,)]
-        assert rows(records, "SELECT count(*) FROM index_events WHERE tenant_id = 'globex'") == [(1,)]
+        assert rows(records, "SELECT count(*) FROM index_events WHERE tenant_id = 'globex'") == [(2,)]
         # No file of the database still holds the query text (deleted pages are not left in the WAL or the file).
         for name in ("records.sqlite", "records.sqlite-wal"):
             path = data_dir.path / name
@@ -150,6 +159,12 @@ class TestTenantDelete:
         assert rows(data_dir.path / "tags.sqlite", "SELECT count(*) FROM tags WHERE tenant_id = 'globex'") == [(1,)]
         tenants = [entry["tenant_id"] for entry in json.loads((data_dir.path / "api_keys.json").read_text())["keys"]]
         assert tenants == ["globex", "globex"]
+
+    def test_conversations_and_glossary_are_gone(self, data_dir):
+        conversations = data_dir.path / "conversations.sqlite"
+        assert rows(conversations, "SELECT count(*) FROM rag_conversations WHERE tenant_id = 'acme'") == [(0,)]
+        assert rows(conversations, "SELECT count(*) FROM rag_conversations WHERE tenant_id = 'globex'") == [(2,)]
+        assert rows(data_dir.path / "glossary.sqlite", "SELECT tenant_id FROM glossary_vocabularies") == [("globex",)]
 
 
 @pytest.mark.integration
@@ -162,8 +177,12 @@ class TestUserDelete:
         out = capsys.readouterr().out
         assert code == 0, out
         assert json.loads(out) == {
-            "user_id": "u-alice", "tenant_id": "globex", "removed": {"chunks": 2, "api_keys": 1, "query_log_rows": 1},
+            "user_id": "u-alice", "tenant_id": "globex",
+            "removed": {"chunks": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1},
         }  # fmt: skip
+        assert rows(data_dir.path / "conversations.sqlite", "SELECT tenant_id, user_id FROM rag_conversations") == [
+            ("globex", "u-bob")
+        ]
         left = {
             (d.meta["document_id"], d.meta.get("user_id"))
             for d in chunks_of(data_dir.path / "qdrant", tenant_id="globex")
@@ -182,7 +201,7 @@ class TestUserDelete:
         ]
         tombstone = rows(records, "SELECT tenant_id, details FROM index_events WHERE event = 'delete_user'")
         assert [(tenant, json.loads(details)) for tenant, details in tombstone] == [
-            ("globex", {"chunks": 2, "api_keys": 1, "query_log_rows": 1})
+            ("globex", {"chunks": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1})
         ]
         assert "u-alice" not in tombstone[0][1]
         users = [entry.get("user_id") for entry in json.loads((data_dir.path / "api_keys.json").read_text())["keys"]]

@@ -17,6 +17,7 @@ from evaluation.datasets import (
     load_directory,
     load_manpages,
     load_normans,
+    load_sample_aliases,
     load_sample_gold,
     shared_dir,
 )
@@ -137,6 +138,43 @@ class TestSampleGold:
                 else:
                     texts.append(document.text())
             assert any(span in " ".join(" ".join(texts).split()) for span in question.gold_answers), question.id
+
+
+class TestSampleAliases:
+    def test_every_question_asks_through_an_alias_its_documents_do_not_use(self):
+        from components.core.vocabulary import Vocabulary, compile_vocabulary, parse_glossary_csv, phrase_key
+
+        aliases = load_sample_aliases()
+        assert len(aliases.questions) >= 20 and not aliases.unanswerable
+        assert set(aliases.glossaries) == {"acme", "globex"}
+        vocabularies = {
+            tenant: Vocabulary(compile_vocabulary(parse_glossary_csv(path.read_text(encoding="utf-8"))))
+            for tenant, path in aliases.glossaries.items()
+        }
+        for question in aliases.questions:
+            vocabulary = vocabularies[question.requester.tenant_id]
+            phrases = vocabulary.phrases_in(question.question)
+            assert phrases, question.id
+            texts = []
+            for document_id in question.gold_document_ids:
+                document = aliases.document(document_id)
+                texts.append(document.text())
+                assert question.requester.tenant_id == document.tenant_id, question.id
+            document_words = f" {phrase_key(' '.join(texts))} "
+            assert any(f" {phrase} " not in document_words for phrase in phrases), question.id
+            assert any(span in " ".join(" ".join(texts).split()) for span in question.gold_answers), question.id
+
+    def test_a_missing_glossary_file_is_named(self, tmp_path):
+        dataset = tmp_path / "aliases.yml"
+        dataset.write_text(
+            "name: x\ncorpus: corpus.jsonl\nglossaries: {acme: missing.csv}\nquestions: []\n", encoding="utf-8"
+        )
+        (tmp_path / "corpus.jsonl").write_text(
+            json.dumps({"document_id": "d", "content": "text", "tenant_id": "acme", "tags": ["t"]}) + "\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(DatasetError, match="missing.csv"):
+            load_dataset(dataset)
 
 
 class TestRequester:

@@ -188,6 +188,37 @@ class TestLeakage:
         assert our_metrics(records, gold)["forbidden_leakage"].value == 1
 
 
+class TestGlossaryRecall:
+    def test_recall_with_and_without_the_glossary(self, gold):
+        def asked(question_id, with_glossary, without_glossary):
+            return record(
+                question_id=question_id,
+                gold_document_ids=["acme-travel-policy"],
+                retrieved=[chunk(source) for source in with_glossary],
+                retrieved_without_glossary=[chunk(source) for source in without_glossary],
+            )
+
+        records = [
+            asked("navan", ["acme-travel-policy:0"], ["acme-remote-work:0"] * 5 + ["acme-travel-policy:0"]),
+            asked("hris", ["acme-hr-handbook:0", "acme-travel-policy:1"], ["acme-travel-policy:1"]),
+            asked("okta", ["acme-hr-handbook:0"], ["acme-hr-handbook:0"]),
+            record(question_id="dogs", answerable=False, retrieved_without_glossary=[]),
+        ]
+        metrics = our_metrics(records, gold)
+        assert metrics["recall_at_5"].value == pytest.approx(2 / 3)
+        assert metrics["recall_at_5_without_glossary"].value == pytest.approx(1 / 3)
+        assert metrics["glossary_recall_gain"].value == pytest.approx(1 / 3, abs=1e-6)
+        assert metrics["glossary_recall_gain"].n == 3
+
+    def test_absent_without_a_glossary(self, gold):
+        metrics = our_metrics([record(gold_document_ids=["acme-hr-handbook"])], gold)
+        assert "glossary_recall_gain" not in metrics and "recall_at_5_without_glossary" not in metrics
+
+    def test_records_round_trip(self):
+        original = record(retrieved_without_glossary=[chunk("acme-hr-handbook:0")])
+        assert QuestionRecord.from_dict(original.to_dict()) == original
+
+
 class TestOurMetrics:
     def test_figures_on_a_small_run(self, gold):
         records = [

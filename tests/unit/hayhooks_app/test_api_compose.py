@@ -111,7 +111,8 @@ class TestServerProfile:
         assert data["components"]["retriever_bm25"]["type"] == profiles.BM25_TEXT
         receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
         assert receivers["retriever.query_sparse_embedding"] == "retriever_bm25.sparse_embedding"
-        assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "classifier.retrieval_query"
+        # The glossary-expanded keyword query is what the BM25 query vector is computed from.
+        assert "retriever.query" not in receivers and receivers["retriever_bm25.text"] == "expander.keyword_query"
 
     def test_hybrid_fuses_like_the_edge_retriever_and_the_store_takes_the_test_location(self):
         from components.document_stores.qdrant_edge.document_store import DEFAULT_RRF_K

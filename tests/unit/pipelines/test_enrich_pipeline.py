@@ -96,6 +96,7 @@ class TestEnrichmentService:
                 "access_filter": dict(ACME),
                 "guard": dict(ACME),
                 "router": dict(ACME),
+                "expander": {"tenant_id": ACME["tenant_id"]},  # no glossary here: the query as given
             },
             include_outputs_from={"budgeter", "prompt_builder"},
         )

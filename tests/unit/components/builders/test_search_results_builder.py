@@ -49,7 +49,12 @@ class TestSearchResultsBuilder:
         assert first["source_id"] == "doc-0:0" and first["document_name"] == "Doc 0" and first["tags"] == ["hr"]
         assert first["snippet"].endswith("...") and len(first["snippet"]) == 203 and first["score"] == 0.9
         assert first["url"] is None
-        assert response["metadata"] == {"vector_results": 2, "keyword_results": 2, "latency_ms": 1.235}
+        assert response["metadata"] == {
+            "vector_results": 2,
+            "keyword_results": 2,
+            "latency_ms": 1.235,
+            "glossary_terms": [],
+        }
         assert response["context"].startswith("[SourceId: doc-0:0]\n[Document: Doc 0]")
         assert response["tokens_used"] == count_tokens(response["context"])
 

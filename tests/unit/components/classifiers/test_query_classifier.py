@@ -53,6 +53,23 @@ class TestQueryClassifierRules:
         }
         assert QueryClassifier().run(query="Hello!")["retrieval_query"] == "Hello!"
 
+    def test_without_a_user_turn_a_follow_up_folds_the_summarys_last_line(self):
+        # A server-side conversation whose raw turns are gone: only its summary is history.
+        summary = {
+            "role": "system",
+            "content": "Summary of the earlier conversation:\nUser asked: How many leave days?\n"
+            "User asked: What is the meal per diem? Answer: EUR 45 at home and EUR 60 abroad.",
+        }
+        out = QueryClassifier().run(query="And abroad?", chat_history=[summary])
+        assert out == {
+            "query_type": "CLARIFICATION",
+            "retrieval_query": "User asked: What is the meal per diem? Answer: EUR 45 at home and EUR 60 abroad. "
+            "And abroad?",
+        }
+        # A user turn, when there is one, is still what a follow-up refers to.
+        out = QueryClassifier().run(query="And abroad?", chat_history=[summary, *HISTORY])
+        assert out["retrieval_query"] == "How many vacation days do employees get? And abroad?"
+
     def test_parse_category(self):
         assert parse_category("PROCEDURAL").value == "PROCEDURAL"
         assert parse_category("Category: clarification.").value == "CLARIFICATION"

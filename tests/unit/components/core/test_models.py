@@ -117,11 +117,16 @@ class TestResponses:
             "context_tokens_used",
             "generation_time_ms",
             "grounded",
+            "glossary_terms",
         }
         assert RAGResponse.model_validate(dumped) == response
         # The debug-only draft of a routed answer appears only when set, and apart from `answer`.
         debug = response.model_copy(update={"ungrounded_draft": "draft"}).to_json()
         assert set(debug) == set(dumped) | {"ungrounded_draft"} and debug["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        # A server-side conversation's id likewise appears only when the turn was recorded in one.
+        assert set(response.model_copy(update={"conversation_id": "conv-1"}).to_json()) == set(dumped) | {
+            "conversation_id"
+        }
 
     def test_search_response_shape(self):
         response = SearchResponse(

@@ -21,6 +21,7 @@ RESPONSE = {
     "context_tokens_used": 0,
     "generation_time_ms": 0.0,
     "grounded": False,
+    "glossary_terms": [],
 }
 
 

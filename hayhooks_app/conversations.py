@@ -1,0 +1,446 @@
+"""
+Server-side conversations (docs/contract.md, "Conversations"): a RAG request carrying ``conversation_id``
+gets the conversation's rolling summary and recent turns as its chat history, and its question and answer
+are recorded as the next turn.
+
+Storage: ``$SOURCEBOUND_DATA_DIR/conversations.sqlite``, the specification's ``rag_conversation_summaries``
+beside the conversations and their raw turns:
+
+```sql
+rag_conversations          (id, tenant_id, user_id, project_id, created_at, updated_at)
+rag_conversation_messages  (id, conversation_id, role, content, created_at, summarized)
+rag_conversation_summaries (id, tenant_id, user_id, project_id, thread_id, summary_text, message_ids, created_at)
+```
+
+``thread_id`` is the conversation id; ``message_ids`` (JSON) lists the turns each summary folded in; the
+newest row is the conversation's summary. Every read and write names the caller's tenant and user (from
+the server-side identity), so another user's or tenant's conversation id is a 404 exactly like an unknown
+one, never a leak.
+
+Rolling summary: after each turn, when the conversation's unsummarised text passes
+``SOURCEBOUND_CONVERSATION_SUMMARY_THRESHOLD_CHARS``, every unsummarised turn except the newest
+``SOURCEBOUND_CONVERSATION_RECENT_MESSAGES`` is folded into a new summary by the configured generator
+(Ollama) or, in the embedded default, extractively
+(:mod:`components.generators.conversation_summarizer`). With ``SOURCEBOUND_CONVERSATION_RETENTION=summaries_only``
+the folded raw turns are deleted (the specification's "summaries only"); ``keep`` (default) marks them
+summarised and keeps them until the conversation is deleted. A summariser failure is logged and the turns
+stay unsummarised (tried again after the next turn): it never fails the answered request.
+
+Usage:
+
+```python
+from hayhooks_app.conversations import ConversationService, ConversationSettings
+
+service = ConversationService("data/conversations.sqlite", ConversationSettings.from_env(), summarizer)
+conversation = service.create(identity)
+history = service.history(conversation["conversation_id"], identity)   # summary + recent turns
+service.record_turn(conversation["conversation_id"], identity, "How many leave days?", "27 days ...")
+```
+"""
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+
+from hayhooks_app.config import _env_choice, _env_int
+from hayhooks_app.errors import ApiError, validation_error
+from hayhooks_app.identity import Identity, resolve_identity
+from hayhooks_app.schemas import Identifier, StrictModel
+
+logger = logging.getLogger(__name__)
+
+CONVERSATIONS_FILE = "conversations.sqlite"
+RETENTION_MODES = ("keep", "summaries_only")
+SUMMARY_HEADER = "Summary of the earlier conversation:"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS rag_conversations (
+    id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    project_id TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rag_conversations_owner ON rag_conversations (tenant_id, user_id);
+CREATE TABLE IF NOT EXISTS rag_conversation_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES rag_conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    summarized INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS rag_conversation_messages_thread ON rag_conversation_messages (conversation_id, id);
+CREATE TABLE IF NOT EXISTS rag_conversation_summaries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    project_id TEXT,
+    thread_id TEXT NOT NULL REFERENCES rag_conversations (id) ON DELETE CASCADE,
+    summary_text TEXT NOT NULL,
+    message_ids TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rag_conversation_summaries_thread ON rag_conversation_summaries (thread_id, id);
+"""
+
+
+@dataclass(frozen=True)
+class ConversationSettings:
+    """
+    :param recent_messages: Raw turns kept verbatim (not summarised) at the end of the history.
+    :param summary_threshold_chars: Summarise once the unsummarised turns hold more characters than this.
+    :param retention: ``keep`` or ``summaries_only`` (delete raw turns once summarised).
+    """
+
+    recent_messages: int = 4
+    summary_threshold_chars: int = 2000
+    retention: str = "keep"
+
+    @classmethod
+    def from_env(cls) -> "ConversationSettings":
+        return cls(
+            recent_messages=_env_int("SOURCEBOUND_CONVERSATION_RECENT_MESSAGES", cls.recent_messages, 0),
+            summary_threshold_chars=_env_int(
+                "SOURCEBOUND_CONVERSATION_SUMMARY_THRESHOLD_CHARS", cls.summary_threshold_chars, 0
+            ),
+            retention=_env_choice("SOURCEBOUND_CONVERSATION_RETENTION", cls.retention, RETENTION_MODES),
+        )
+
+
+def conversation_not_found(conversation_id: str) -> ApiError:
+    # The same answer for an unknown id and for someone else's: nothing tells them apart.
+    return ApiError(404, "not_found", f"Conversation {conversation_id!r} not found.")
+
+
+def _owner(identity: Identity) -> tuple[str, str]:
+    return identity.tenant_id, identity.user_id or ""
+
+
+class ConversationService:
+    """
+    :param path: The SQLite file (created on first use).
+    :param settings: Summary and retention settings.
+    :param summarizer: A component with ``run(messages, previous_summary) -> {"summary": str}``.
+    """
+
+    def __init__(self, path: str | Path, settings: ConversationSettings, summarizer: Any) -> None:
+        self.path = Path(path)
+        self.settings = settings
+        self.summarizer = summarizer
+        # One connection per process, used under this lock: turns and summaries never interleave.
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+
+    @contextmanager
+    def _session(self) -> Iterator[sqlite3.Connection]:
+        """The service's one connection, under its lock (opening and closing per call costs a WAL checkpoint)."""
+        with self._lock:
+            if self._db is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
+                db.execute("PRAGMA foreign_keys = ON")
+                # Deleted turns are zeroed, not left in free pages (docs/contract.md, "Deletion").
+                db.execute("PRAGMA secure_delete = ON")
+                # WAL: a commit costs one sync, and the CLI can erase while the server runs.
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.executescript(SCHEMA)
+                self._db = db
+            yield self._db
+
+    def close(self) -> None:
+        """Close the connection (the service reopens it on next use)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _check_owner(self, connection: sqlite3.Connection, conversation_id: str, identity: Identity) -> None:
+        tenant_id, user_id = _owner(identity)
+        row = connection.execute(
+            "SELECT 1 FROM rag_conversations WHERE id = ? AND tenant_id = ? AND user_id = ?",
+            (conversation_id, tenant_id, user_id),
+        ).fetchone()
+        if row is None:
+            raise conversation_not_found(conversation_id)
+
+    # ------------------------------------------------------------------ reads
+
+    def create(self, identity: Identity) -> dict[str, Any]:
+        """Start a conversation owned by the caller's tenant and user; returns its id."""
+        conversation_id = f"conv-{uuid.uuid4().hex}"
+        now = time.time()
+        tenant_id, user_id = _owner(identity)
+        with self._session() as connection, connection:
+            connection.execute(
+                "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation_id, tenant_id, user_id, identity.project_id, now, now),
+            )
+        return {"conversation_id": conversation_id, "created_at": now}
+
+    def _summary(self, connection: sqlite3.Connection, conversation_id: str) -> tuple[str | None, list[int]]:
+        row = connection.execute(
+            "SELECT summary_text, message_ids FROM rag_conversation_summaries WHERE thread_id = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (conversation_id,),
+        ).fetchone()
+        return (row[0], json.loads(row[1])) if row else (None, [])
+
+    def _pending(self, connection: sqlite3.Connection, conversation_id: str) -> list[tuple[int, str, str]]:
+        return connection.execute(
+            "SELECT id, role, content FROM rag_conversation_messages WHERE conversation_id = ? AND summarized = 0 "
+            "ORDER BY id",
+            (conversation_id,),
+        ).fetchall()
+
+    def history(self, conversation_id: str, identity: Identity) -> list[dict[str, str]]:
+        """
+        The chat history of the next request: the summary (a ``system`` message) and the unsummarised turns.
+
+        :raises ApiError: 404 when the conversation is not the caller's.
+        """
+        with self._session() as connection:
+            self._check_owner(connection, conversation_id, identity)
+            summary, _ = self._summary(connection, conversation_id)
+            pending = self._pending(connection, conversation_id)
+        history = [{"role": "system", "content": f"{SUMMARY_HEADER}\n{summary}"}] if summary else []
+        return history + [{"role": role, "content": content} for _, role, content in pending]
+
+    def history_for(self, conversation_id: str, identity: Identity, request: dict[str, Any]) -> list[dict[str, str]]:
+        """:meth:`history` for a RAG request, which may not also carry its own ``chat_history`` (422)."""
+        if request.get("chat_history"):
+            raise validation_error(
+                "chat_history: send either chat_history or conversation_id; the server keeps a conversation's history."
+            )
+        return self.history(conversation_id, identity)
+
+    def get(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
+        """The conversation's summary, its stored turns and its summaries' message ids (404 when not the caller's)."""
+        with self._session() as connection:
+            self._check_owner(connection, conversation_id, identity)
+            created, updated = connection.execute(
+                "SELECT created_at, updated_at FROM rag_conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+            summary, _ = self._summary(connection, conversation_id)
+            messages = connection.execute(
+                "SELECT id, role, content, summarized, created_at FROM rag_conversation_messages "
+                "WHERE conversation_id = ? ORDER BY id",
+                (conversation_id,),
+            ).fetchall()
+            summaries = connection.execute(
+                "SELECT id, message_ids, created_at FROM rag_conversation_summaries WHERE thread_id = ? ORDER BY id",
+                (conversation_id,),
+            ).fetchall()
+        return {
+            "conversation_id": conversation_id,
+            "created_at": created,
+            "updated_at": updated,
+            "summary": summary,
+            "messages": [
+                {"id": mid, "role": role, "content": content, "summarized": bool(done), "created_at": at}
+                for mid, role, content, done, at in messages
+            ],
+            "summaries": [{"id": sid, "message_ids": json.loads(ids), "created_at": at} for sid, ids, at in summaries],
+            "retention": self.settings.retention,
+        }
+
+    # ------------------------------------------------------------------ writes
+
+    def delete(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
+        """Remove the conversation, its turns and its summaries (404 when not the caller's)."""
+        with self._session() as connection, connection:
+            self._check_owner(connection, conversation_id, identity)
+            messages = connection.execute(
+                "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
+            ).rowcount
+            summaries = connection.execute(
+                "DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
+            ).rowcount
+            connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+        with self._session() as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # nothing of it left in the log either
+        return {"conversation_id": conversation_id, "deleted": True, "messages": messages, "summaries": summaries}
+
+    def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
+        """Store a question and its answer, then summarise older turns when the threshold is passed."""
+        now = time.time()
+        with self._session() as connection, connection:
+            self._check_owner(connection, conversation_id, identity)
+            connection.executemany(
+                "INSERT INTO rag_conversation_messages (conversation_id, role, content, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(conversation_id, "user", question, now), (conversation_id, "assistant", answer, now)],
+            )
+            connection.execute("UPDATE rag_conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+        self._maybe_summarise(conversation_id, identity)
+
+    def _maybe_summarise(self, conversation_id: str, identity: Identity) -> None:
+        with self._session() as connection:
+            pending = self._pending(connection, conversation_id)
+            previous, _ = self._summary(connection, conversation_id)
+            latest = self._latest_summary_id(connection, conversation_id)
+        volume = sum(len(content) for _, _, content in pending)
+        keep = self.settings.recent_messages
+        folded = pending[: len(pending) - keep] if keep else pending
+        if volume <= self.settings.summary_threshold_chars or not folded:
+            return
+        messages = [{"role": role, "content": content} for _, role, content in folded]
+        try:
+            # Outside the lock: an LLM summary takes seconds, and other conversations must not wait for it.
+            summary = self.summarizer.run(messages=messages, previous_summary=previous)["summary"]
+        except Exception:  # the answer was given; the turns stay unsummarised and are tried again next turn
+            logger.warning("Summarising conversation %s failed; its turns stay unsummarised.", conversation_id)
+            return
+        ids = [message_id for message_id, _, _ in folded]
+        tenant_id, user_id = _owner(identity)
+        marks = ",".join("?" * len(ids))
+        with self._session() as connection, connection:
+            still_pending = connection.execute(
+                f"SELECT COUNT(*) FROM rag_conversation_messages WHERE summarized = 0 AND id IN ({marks})",  # noqa: S608
+                ids,
+            ).fetchone()[0]
+            if self._latest_summary_id(connection, conversation_id) != latest or still_pending != len(ids):
+                return  # a concurrent turn of the same conversation summarised first (or it was deleted)
+            connection.execute(
+                "INSERT INTO rag_conversation_summaries (tenant_id, user_id, project_id, thread_id, summary_text, "
+                "message_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (tenant_id, user_id, identity.project_id, conversation_id, summary, json.dumps(ids), time.time()),
+            )
+            if self.settings.retention == "summaries_only":
+                connection.execute(f"DELETE FROM rag_conversation_messages WHERE id IN ({marks})", ids)  # noqa: S608
+            else:
+                connection.execute(
+                    f"UPDATE rag_conversation_messages SET summarized = 1 WHERE id IN ({marks})",  # noqa: S608
+                    ids,
+                )
+
+    @staticmethod
+    def _latest_summary_id(connection: sqlite3.Connection, conversation_id: str) -> int | None:
+        row = connection.execute(
+            "SELECT MAX(id) FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+
+def conversation_service(data_dir: Path, rag_pipeline: Any) -> ConversationService:
+    """
+    The service over ``DATA_DIR/conversations.sqlite``: summarised by the RAG pipeline's Ollama answerer (same
+    URL, model and timeout) when it has one, else extractively.
+    """
+    from components.generators.conversation_summarizer import (
+        ExtractiveConversationSummarizer,
+        OllamaConversationSummarizer,
+    )
+
+    summarizer: Any = ExtractiveConversationSummarizer()
+    for _name, component in rag_pipeline.walk():
+        if type(component).__name__ == "OllamaAnswerer":
+            summarizer = OllamaConversationSummarizer(
+                url=component.url, model=component.model, timeout=component.timeout
+            )
+            break
+    return ConversationService(Path(data_dir) / CONVERSATIONS_FILE, ConversationSettings.from_env(), summarizer)
+
+
+def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = None) -> int:
+    """
+    Remove a tenant's conversations (or only one user's, in that tenant or, with ``tenant_id`` ``None``, in
+    every tenant) with their turns and summaries; returns how many (docs/contract.md, "Deletion").
+    """
+    path = Path(path)
+    if not path.exists():
+        return 0
+    conditions, params = [], []
+    if tenant_id is not None:
+        conditions.append("tenant_id = ?")
+        params.append(tenant_id)
+    if user_id is not None:
+        conditions.append("user_id = ?")
+        params.append(user_id)
+    if not conditions:
+        raise ValueError("name a tenant, a user or both")
+    where = " AND ".join(conditions)
+    with closing(sqlite3.connect(path, timeout=10.0)) as connection:
+        # Erased turns are zeroed, not left in free pages or in the write-ahead log (docs/contract.md, "Deletion").
+        connection.execute("PRAGMA secure_delete = ON")
+        connection.executescript(SCHEMA)
+        with connection:
+            ids = [row[0] for row in connection.execute(f"SELECT id FROM rag_conversations WHERE {where}", params)]  # noqa: S608
+            for conversation_id in ids:
+                connection.execute(
+                    "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
+                )
+                connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
+                connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return len(ids)
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+class ConversationCreateBody(StrictModel):
+    """``POST /conversations``: identity fields as on ``/rag/run`` (trusted mode; api_key mode takes the key's)."""
+
+    tenant_id: Identifier | None = None
+    user_id: Identifier | None = None
+    project_id: Identifier | None = None
+
+
+def _identity(container: Any, request: Request, tenant_id: str | None, user_id: str | None, project_id=None):
+    return resolve_identity(
+        container.settings.auth_mode,
+        container.keys,
+        request.headers,
+        tenant_id=tenant_id,
+        user_tags=None,
+        user_id=user_id,
+        project_id=project_id,
+        require_tags=False,
+    )
+
+
+def conversation_routes(container: Any) -> APIRouter:
+    """``POST /conversations``, ``GET`` and ``DELETE /conversations/{conversation_id}`` (docs/api.md)."""
+    router = APIRouter(tags=["conversations"])
+
+    @router.post("/conversations", summary="Start a server-side conversation")
+    async def create(request: Request, body: ConversationCreateBody) -> dict:
+        identity = _identity(container, request, body.tenant_id, body.user_id, body.project_id)
+        return await run_in_threadpool(container.conversations.create, identity)
+
+    @router.get("/conversations/{conversation_id}", summary="A conversation's summary and stored turns")
+    async def read(
+        request: Request,
+        conversation_id: str,
+        tenant_id: str | None = Query(None, description="Tenant (trusted mode)."),
+        user_id: str | None = Query(None, description="User (trusted mode)."),
+    ) -> dict:
+        identity = _identity(container, request, tenant_id, user_id)
+        return await run_in_threadpool(container.conversations.get, conversation_id, identity)
+
+    @router.delete("/conversations/{conversation_id}", summary="Delete a conversation, its turns and summaries")
+    async def delete(
+        request: Request,
+        conversation_id: str,
+        tenant_id: str | None = Query(None, description="Tenant (trusted mode)."),
+        user_id: str | None = Query(None, description="User (trusted mode)."),
+    ) -> dict:
+        identity = _identity(container, request, tenant_id, user_id)
+        return await run_in_threadpool(container.conversations.delete, conversation_id, identity)
+
+    return router
