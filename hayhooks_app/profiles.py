@@ -62,8 +62,8 @@ RETRIEVERS = {
     ),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
-# Payload indexes of the server collection: the access rule's fields and the document id.
-INDEXED_FIELDS = IDENTITY_FIELDS
+# Payload indexes of the server collection: the access rule's fields, the document id and the language filter.
+INDEXED_FIELDS = (*IDENTITY_FIELDS, "language")
 
 HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.

@@ -42,8 +42,8 @@ logger = logging.getLogger(__name__)
 
 # Markers that follow a sentence's end punctuation move in front of it, so that
 # splitting at the punctuation keeps each marker with the sentence it cites.
-_TRAILING_MARKERS_RE = re.compile(r"([.!?])((?:\s*" + SOURCE_ID_PATTERN.replace("(", "(?:", 1) + r")+)")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_TRAILING_MARKERS_RE = re.compile(r"([.!?。！？])((?:\s*" + SOURCE_ID_PATTERN.replace("(", "(?:", 1) + r")+)")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 def answer_sentences(answer: str) -> list[str]:

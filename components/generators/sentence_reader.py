@@ -38,6 +38,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import regex
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ModelUnavailableError
@@ -54,7 +55,8 @@ _IDENTIFIER_RE = re.compile(
     r"\b[A-Za-z_][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"
 )
 _QUOTED_RE = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
-_NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
+# A capitalised word of any cased script (Latin, Cyrillic, Greek); on ASCII text this is ``[A-Z][A-Za-z0-9]*``.
+_NAME_RE = regex.compile(r"\b[\p{Lu}\p{Lt}][\p{L}\p{M}\p{N}]*(?:['’]s)?\b")
 
 
 def exact_terms(query: str) -> list[str]:

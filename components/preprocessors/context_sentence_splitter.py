@@ -26,6 +26,16 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.text_analysis import source_id_of, split_sentences, words
 
 
+def _is_caps_heading(sentence: str) -> bool:
+    """
+    An ALL-CAPS line ("YOUR ONBOARDING BUDDY") is a heading, not an answer. A script without case (Chinese,
+    Japanese) never makes a line a heading: ``upper()`` leaves its letters as they are.
+    """
+    return sentence.upper() == sentence and not any(
+        character.isalpha() and character.upper() == character.lower() for character in sentence
+    )
+
+
 @component
 class ContextSentenceSplitter:
     """
@@ -64,8 +74,7 @@ class ContextSentenceSplitter:
         for rank, document in enumerate(documents):
             source_id = source_id_of(document)
             for position, sentence in enumerate(split_sentences(document.content or "")):
-                # ALL-CAPS lines ("YOUR ONBOARDING BUDDY") are headings, not answers.
-                if len(words(sentence)) < self.min_sentence_words or sentence.upper() == sentence:
+                if len(words(sentence)) < self.min_sentence_words or _is_caps_heading(sentence):
                     continue
                 meta = {"source_id": source_id, "chunk_rank": rank, "position": position, "chunk_score": document.score}
                 sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
