@@ -33,6 +33,8 @@ from typing import Any
 DETECTED_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "pl", "ru", "uk", "zh", "ja", "ko")
 # Shorter texts carry too little evidence for a reliable guess.
 MIN_DETECTION_LETTERS = 12
+CJK_LETTER_WEIGHT = 4
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # A chunk's ``language`` and the search filter on it: a lower-case ISO 639 code (the primary subtag of a BCP 47 tag).
 LANGUAGE_CODE_PATTERN = r"^[a-z]{2,3}$"
@@ -63,10 +65,14 @@ def _detector() -> Any:
 def detect_language(text: str) -> str | None:
     """
     The ISO 639-1 code of ``text``'s language among :data:`DETECTED_LANGUAGES`, or ``None`` when it has fewer
-    than :data:`MIN_DETECTION_LETTERS` letters or the detector cannot tell. Deterministic.
+    than :data:`MIN_DETECTION_LETTERS` letters (a CJK character counts as :data:`CJK_LETTER_WEIGHT`) or the
+    detector cannot tell. Deterministic.
     """
     text = text or ""
-    if sum(1 for character in text if character.isalpha()) < MIN_DETECTION_LETTERS:
+    letters = sum(1 for character in text if character.isalpha())
+    # A CJK character carries about a word: three of them tell the language as well as a dozen Latin letters.
+    weighted = letters + (CJK_LETTER_WEIGHT - 1) * len(_CJK_RE.findall(text))
+    if weighted < MIN_DETECTION_LETTERS:
         return None
     with _lock:
         detector = _detector()

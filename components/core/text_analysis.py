@@ -61,7 +61,7 @@ _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
 _UNICODE_WORD_RE = regex.compile(r"(\p{Han}+)|[\p{L}\p{M}\p{N}--\p{Han}]+(?:['’][\p{L}\p{M}--\p{Han}]+)*", regex.V1)
 _HAN_RE = regex.compile(r"\p{Han}")
 _HAN_RUN_RE = regex.compile(r"\p{Han}+")
-_NON_ASCII_LETTER_RE = regex.compile(r"[^\x00-\x7f&&\p{L}]", regex.V1)
+_NON_ASCII_LETTER_RE = regex.compile(r"[\p{L}--[\x00-\x7f]]", regex.V1)
 # Characters that end a run of content words (besides stopwords). Line breaks do not: in
 # hard-wrapped text they fall mid-sentence.
 _RUN_BREAK_RE = re.compile(r"[.,;:!?()\[\]{}\"“”/|。，、；：！？（）「」『』《》„«»]+")
@@ -332,20 +332,46 @@ def _logical_lines(text: str) -> list[str]:
     return lines
 
 
+# Languages that write ordinal numbers with a dot (German "am 31. März"): there a number and a dot end no sentence.
+_ORDINAL_DOT_LANGUAGES = frozenset({"de", "pl", "cs", "sk", "da", "nb", "no", "fi", "hu", "sl", "hr", "sr", "et", "lv"})
+_ORDINAL_END_RE = re.compile(r"(?<![\d.,])\b\d{1,2}\.$")
+
+
 def split_sentences(text: str) -> list[str]:
     """
     Split text into sentences. Hard-wrapped lines are joined first; a blank line,
     heading, list item or table row ends a sentence, and so does ``.!?`` followed by
-    whitespace and a capital, digit or opening quote/bracket. Markdown heading and
-    list markers are removed.
+    whitespace and a capital (of any script), digit or opening quote/bracket, and a CJK ``。！？``. In
+    languages that write ordinals with a dot (German ``31. März``), a one- or two-digit number before the dot
+    ends no sentence. Markdown heading and list markers are removed.
     """
     sentences: list[str] = []
+    ordinal_dots = text_language(text or "") in _ORDINAL_DOT_LANGUAGES
     for line in _logical_lines(text):
         line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
         if not line:
             continue
-        sentences.extend(part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip())
+        parts = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()]
+        if ordinal_dots:
+            parts = join_ordinals(parts)
+        sentences.extend(parts)
     return sentences
+
+
+def join_ordinals(parts: list[str], text: str | None = None) -> list[str]:
+    """
+    Re-join sentence parts cut after an ordinal number (``bis zum 31. März``). With ``text``, only when its
+    language writes ordinals with a dot (German, Polish, ...); without it, always.
+    """
+    if text is not None and text_language(text) not in _ORDINAL_DOT_LANGUAGES:
+        return parts
+    joined: list[str] = []
+    for part in parts:
+        if joined and _ORDINAL_END_RE.search(joined[-1]):
+            joined[-1] = f"{joined[-1]} {part}"
+        else:
+            joined.append(part)
+    return joined
 
 
 @lru_cache(maxsize=4)

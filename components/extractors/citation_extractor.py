@@ -31,6 +31,7 @@ from components.core.text_analysis import (
     chunk_index_of,
     document_id_of,
     find_source_ids,
+    join_ordinals,
     optional_int,
     snippet,
     source_id_of,
@@ -50,7 +51,7 @@ def answer_sentences(answer: str) -> list[str]:
     """The answer's sentences, each with the SourceId markers that cite it; fragments without words are skipped."""
     moved = _TRAILING_MARKERS_RE.sub(lambda m: f"{m.group(2)}{m.group(1)}", answer or "")
     sentences = []
-    for part in _SENTENCE_SPLIT_RE.split(moved):
+    for part in join_ordinals(_SENTENCE_SPLIT_RE.split(moved), moved):
         part = part.strip()
         if part and words(re.sub(SOURCE_ID_PATTERN, " ", part)):
             sentences.append(part)
