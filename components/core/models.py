@@ -271,6 +271,8 @@ class SearchResult(BaseModel):
     tags: list[str]
     # A public (shared, every-tenant) document rather than the requester's own tenant's.
     public: bool = False
+    # The chunk's language (ISO 639 code; given at indexing or detected), None when unknown.
+    language: str | None = None
 
 
 class SearchMetadata(BaseModel):

@@ -104,6 +104,7 @@ class CitationExtractor:
             "snippet": snippet(content, self.snippet_chars),
             "snippet_full": content,
             "public": meta.get("scope") == "public",
+            "language": meta.get("language") or None,
         }
 
     @component.output_types(citations=list[dict[str, Any]], unknown_source_ids=list[str], all_sentences_cited=bool)
