@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 CI_MAX_UNANSWERABLE = 30
-BUILTIN_DATASETS = ("normans", "sample-gold")
+BUILTIN_DATASETS = ("normans", "sample-gold", "languages")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,7 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dataset",
         action="append",
         help=(
-            "normans, sample-gold, or a dataset file (.yml, .jsonl, SQuAD .json); repeatable (default: both built-ins)"
+            "normans, sample-gold, languages (ru, de, zh), or a dataset file (.yml, .jsonl, SQuAD .json); "
+            "repeatable (default: the three built-ins)"
         ),
     )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")

@@ -141,6 +141,8 @@ class EvalDataset:
     :param granularity: How the corpus was split into documents, for the report
         (e.g. "one document per paragraph").
     :param directory: A tag-owner directory YAML loaded into the store's data dir (ROUTE targets).
+    :param language: The ISO 639 code of the questions' language (a dataset file's ``language:``), for the
+        report's per-language table; ``None`` for the English datasets.
     """
 
     name: str
@@ -150,6 +152,7 @@ class EvalDataset:
     granularity: str = "one document per source file"
     source: str = ""
     directory: Path | None = None
+    language: str | None = None
     _by_id: dict[str, CorpusDocument] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -177,6 +180,7 @@ class EvalDataset:
             granularity=self.granularity,
             source=self.source,
             directory=self.directory,
+            language=self.language,
         )
 
 
@@ -442,6 +446,7 @@ def load_dataset(
         granularity=str(header.get("granularity") or "one document per source file"),
         source=str(path),
         directory=directory,
+        language=str(header["language"]) if header.get("language") else None,
     )
 
 

@@ -54,6 +54,11 @@ INDEXING_PIPELINE = "indexing"
 QUERY_PIPELINE = "query"
 SEARCH_PIPELINE = "search"
 DEFAULT_ROUTING_THRESHOLD = 60.0
+# The per-language datasets (docs/contract.md, "Languages"): questions in Russian, German and Chinese.
+LANGUAGE_DATASETS = tuple(
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "languages" / language / "questions.yml"
+    for language in ("ru", "de", "zh")
+)
 
 
 class EvaluationError(RuntimeError):
@@ -76,7 +81,8 @@ def resolve_datasets(
     names: Sequence[str], corpus: str | None = None, max_unanswerable: int | None = None
 ) -> list[EvalDataset]:
     """
-    Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold`` or a dataset file.
+    Turn ``--dataset`` values into datasets: ``normans``, ``sample-gold``, ``languages`` (the Russian, German and
+    Chinese datasets of ``tests/fixtures/languages``) or a dataset file.
 
     :param max_unanswerable: CI-sized subsets: every answerable and forbidden question, plus this
         many other unanswerable ones (seeded sample).
@@ -87,6 +93,10 @@ def resolve_datasets(
             dataset = load_normans()
         elif name in {"sample-gold", "sample_gold"}:
             dataset = load_sample_gold()
+        elif name == "languages":
+            chosen = [load_dataset(path) for path in LANGUAGE_DATASETS]
+            datasets += [ci_subset(one, max_unanswerable) if max_unanswerable is not None else one for one in chosen]
+            continue
         else:
             dataset = load_dataset(name, corpus=corpus)
         datasets.append(ci_subset(dataset, max_unanswerable) if max_unanswerable is not None else dataset)
@@ -435,6 +445,7 @@ def run_evaluation(
         summary["datasets"][dataset.name] = {
             "description": dataset.description,
             "granularity": dataset.granularity,
+            "language": dataset.language,
             "documents": len(dataset.documents),
             "chunks": run.chunks,
             "questions": len(dataset.questions),

@@ -20,20 +20,17 @@ INSUFFICIENT = "I don't have enough information in the available documents to an
 
 def corpus_documents() -> list[dict]:
     """Every document of the three language corpora as an /index/run document (no language given)."""
-    documents = []
-    for language in ("ru", "de", "zh"):
-        manifest = yaml.safe_load((LANGUAGES / language / "manifest.yml").read_text(encoding="utf-8"))
-        for entry in manifest["documents"]:
-            documents.append(
-                {
-                    "content": (LANGUAGES / language / entry["path"]).read_text(encoding="utf-8"),
-                    "document_id": entry["document_id"],
-                    "document_name": entry["document_name"],
-                    "tenant_id": entry["tenant_id"],
-                    "tags": entry["tags"],
-                }
-            )
-    return documents
+    manifest = yaml.safe_load((LANGUAGES / "manifest.yml").read_text(encoding="utf-8"))
+    return [
+        {
+            "content": (LANGUAGES / entry["path"]).read_text(encoding="utf-8"),
+            "document_id": entry["document_id"],
+            "document_name": entry["document_name"],
+            "tenant_id": entry["tenant_id"],
+            "tags": entry["tags"],
+        }
+        for entry in manifest["documents"]
+    ]
 
 
 @pytest.fixture(scope="module")
