@@ -1,6 +1,6 @@
 """
 The CI-sized evaluation through the real YAML pipelines: this is how CI enforces
-``evaluation/thresholds.yml``. It indexes both corpora through ``pipelines/indexing.yml``,
+``evaluation/thresholds.yml``. It indexes every built-in corpus through ``pipelines/indexing.yml``,
 asks through ``pipelines/query.yml`` and ``pipelines/search.yml``, and fails on any violation.
 """
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from evaluation.__main__ import CI_MAX_UNANSWERABLE
+from evaluation.__main__ import BUILTIN_DATASETS, CI_MAX_UNANSWERABLE
 from evaluation.checker import check, load_thresholds
 from evaluation.report import markdown_table, write_report
 from evaluation.runner import resolve_datasets, run_evaluation
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def ci_run(tmp_path_factory):
-    datasets = resolve_datasets(["normans", "sample-gold"], max_unanswerable=CI_MAX_UNANSWERABLE)
+    datasets = resolve_datasets(list(BUILTIN_DATASETS), max_unanswerable=CI_MAX_UNANSWERABLE)
     summary, records = run_evaluation(datasets, repeat=True, mode="ci")
     out = tmp_path_factory.mktemp("evaluation-report")
     write_report(summary, records, out)
