@@ -40,7 +40,9 @@ _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf90
 LANGUAGE_CODE_PATTERN = r"^[a-z]{2,3}$"
 _LANGUAGE_CODE_RE = re.compile(LANGUAGE_CODE_PATTERN)
 
-_lock = threading.Lock()
+# One lock per lazily built resource: loading the Chinese dictionary (1-2 s) must not hold up detection.
+_detector_lock = threading.Lock()
+_jieba_lock = threading.Lock()
 
 
 def primary_language(value: object) -> str | None:
@@ -74,7 +76,7 @@ def detect_language(text: str) -> str | None:
     weighted = letters + (CJK_LETTER_WEIGHT - 1) * len(_CJK_RE.findall(text))
     if weighted < MIN_DETECTION_LETTERS:
         return None
-    with _lock:
+    with _detector_lock:
         detector = _detector()
     language = detector.detect_language_of(text)
     return None if language is None else language.iso_code_639_1.name.lower()
@@ -105,6 +107,6 @@ def _jieba() -> Any:
 
 def segment_han(run: str) -> list[str]:
     """The words of ``run`` (Han characters only) by ``jieba``'s dictionary, in order."""
-    with _lock:
+    with _jieba_lock:
         jieba = _jieba()
     return [word for word in jieba.lcut(run) if word.strip()]
