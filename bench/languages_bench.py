@@ -12,9 +12,15 @@ figures of the import step. Prints a Markdown table and writes ``bench/results/l
 Usage:
 
 ```bash
-.venv/bin/python -m bench.languages_bench                    # ~20 s on 2 cores
+.venv/bin/python -m bench.languages_bench                    # ~1 min on 2 cores
 .venv/bin/python -m bench.languages_bench --before ../main   # also the import figures of another checkout
+.venv/bin/python -m bench.languages_bench --server           # also the served process's RSS (+1 min)
 ```
+
+With ``--server`` it also starts the real server (``python -m hayhooks_app serve``, the sample corpus indexed on
+its first start), reads its resident memory when healthy, after an English ``/rag/run``, then after indexing the
+language corpora (``/index/run``) and one ``/rag/run`` in Russian, German and Chinese each: the serving process's
+figures against its 1.0 GB budget.
 """
 
 import argparse
@@ -116,6 +122,55 @@ def median_probe(root: Path, mode: str, texts_path: Path, runs: int) -> dict[str
     return merged
 
 
+def serve_figures() -> dict[str, Any]:
+    """The served process's RSS (MiB) at each step of an English, then multilingual, session (see the module doc)."""
+    import tempfile
+
+    import httpx
+    import yaml
+
+    from bench.service_bench import BenchServer
+
+    staff = {"tenant_id": "polyglot", "user_tags": ["all-staff"]}
+    manifest = yaml.safe_load((LANGUAGES / "manifest.yml").read_text(encoding="utf-8"))
+    documents = [
+        {
+            "content": (LANGUAGES / entry["path"]).read_text(encoding="utf-8"),
+            "document_id": entry["document_id"],
+            "tenant_id": entry["tenant_id"],
+            "tags": entry["tags"],
+        }
+        for entry in manifest["documents"]
+    ]
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="sourcebound-languages-bench-") as tmp:
+        server = BenchServer(Path(tmp) / "data", Path(tmp) / "server.log").start(timeout_s=600)
+        try:
+            mib = lambda: round(server.rss_now() / 2**20, 1)  # noqa: E731
+            figures["served_healthy_mib"] = mib()
+            with httpx.Client(base_url=server.url, timeout=300) as client:
+
+                def ask(query: str, identity: dict[str, Any]) -> None:
+                    response = client.post("/rag/run", json={"query": query, **identity})
+                    response.raise_for_status()
+
+                ask("How many days of paid annual leave do employees get?", {"tenant_id": "acme", "user_tags": ["hr"]})
+                figures["served_after_english_mib"] = mib()
+                client.post("/index/run", json={"documents": documents}).raise_for_status()
+                figures["served_after_indexing_languages_mib"] = mib()
+                for language, query in (
+                    ("ru", "Сколько дней оплачиваемого отпуска получает сотрудник в год?"),
+                    ("de", "Wie lange ist die Kündigungsfrist?"),
+                    ("zh", "正式员工每年有多少天带薪年假？"),
+                ):
+                    ask(query, staff)
+                    figures[f"served_after_{language}_mib"] = mib()
+            figures["served_peak_mib"] = round(server.peak_rss() / 2**20, 1)
+        finally:
+            server.stop()
+    return figures
+
+
 def markdown(after: dict[str, Any], before: dict[str, Any] | None) -> str:
     lines = ["| figure | value |", "|---|---|"]
     if before:
@@ -140,6 +195,16 @@ def markdown(after: dict[str, Any], before: dict[str, Any] | None) -> str:
             f"| {language}: words + sentences + shingles / BM25 vector (µs per 1000 chars) | "
             f"{after[f'analyse_{language}_us_per_kchar']:.0f} / {after[f'bm25_{language}_us_per_kchar']:.0f} |"
         )
+    labels = {
+        "served_healthy_mib": "served process: healthy, sample corpus indexed (MiB)",
+        "served_after_english_mib": "served process: after an English /rag/run (MiB)",
+        "served_after_indexing_languages_mib": "served process: after indexing the ru/de/zh corpus (MiB)",
+        "served_after_ru_mib": "served process: after a Russian /rag/run (MiB)",
+        "served_after_de_mib": "served process: after a German /rag/run (MiB)",
+        "served_after_zh_mib": "served process: after a Chinese /rag/run (MiB)",
+        "served_peak_mib": "served process: peak RSS (MiB; budget 1024)",
+    }
+    lines += [f"| {label} | {after[key]:.1f} |" for key, label in labels.items() if key in after]
     return "\n".join(lines)
 
 
@@ -147,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.languages_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="another checkout: also measure its import figures")
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per measurement (median)")
+    parser.add_argument("--server", action="store_true", help="also measure the served process's RSS")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     texts_path = RESULTS / "languages_texts.json"
@@ -156,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         before = median_probe(args.before.resolve(), "import-only", texts_path, args.runs) if args.before else None
     finally:
         texts_path.unlink(missing_ok=True)
+    if args.server:
+        after.update(serve_figures())
     table = markdown(after, before)
     (RESULTS / "languages.json").write_text(json.dumps({"after": after, "before": before}, indent=2) + "\n")
     (RESULTS / "languages.md").write_text(table + "\n", encoding="utf-8")
