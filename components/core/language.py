@@ -4,12 +4,12 @@ Language-specific text resources, loaded lazily so English-only work never pays 
 
 * :func:`detect_language`: the ISO 639-1 code of a text's language (``"ru"``, ``"de"``, ``"zh"``), from
   ``lingua`` restricted to :data:`DETECTED_LANGUAGES` in its low-accuracy mode (its n-gram models ship inside
-  the package; about 20 MB resident and 0.2 s to build, on the first text that needs it); ``None`` when the
+  the package; about 13 MB resident and under 0.2 s to build, on the first text that needs it); ``None`` when the
   text has no letters or no language is likely;
 * :func:`language_stopwords`: the ``stopwords-iso`` collection's list for a language, without words that hold a
   numeral (``七``, ``acht``'s digits are content in a question about a number);
 * :func:`segment_han`: words of a run of Han characters (Chinese is written without spaces), from ``jieba``'s
-  dictionary (about 40 MB and 1 s to load, on the first Chinese text).
+  dictionary (about 65 MB and 1-2 s to load, on the first Chinese text).
 
 Usage:
 
