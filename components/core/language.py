@@ -1,5 +1,5 @@
 """
-Language-specific text resources, loaded lazily so English-only work never pays for them
+Language-specific text resources, loaded lazily: the English query path never loads them
 (docs/contract.md, "Languages"):
 
 * :func:`detect_language`: the ISO 639-1 code of a text's language (``"ru"``, ``"de"``, ``"zh"``), from
@@ -7,7 +7,7 @@ Language-specific text resources, loaded lazily so English-only work never pays 
   the package; about 13 MB resident and under 0.2 s to build, on the first text that needs it); ``None`` when the
   text has no letters or no language is likely;
 * :func:`language_stopwords`: the ``stopwords-iso`` collection's list for a language, without words that hold a
-  numeral (``七``, ``acht``'s digits are content in a question about a number);
+  numeral character (its Chinese list has ``七``, ``八``: a question about a number needs them);
 * :func:`segment_han`: words of a run of Han characters (Chinese is written without spaces), from ``jieba``'s
   dictionary (about 65 MB and 1-2 s to load, on the first Chinese text).
 
