@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 CI_MAX_UNANSWERABLE = 30
-BUILTIN_DATASETS = ("normans", "sample-gold", "manpages-dev", "sample-aliases")
+BUILTIN_DATASETS = ("normans", "sample-gold", "manpages-dev", "sample-aliases", "languages")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,8 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dataset",
         action="append",
         help=(
-            "normans, sample-gold, manpages-dev, sample-aliases, or a dataset file (.yml, .jsonl, SQuAD .json); "
-            "repeatable (default: every built-in)"
+            "normans, sample-gold, manpages-dev, sample-aliases, languages (ru, de, zh), or a dataset file (.yml, "
+            ".jsonl, SQuAD .json); repeatable (default: every built-in)"
         ),
     )
     parser.add_argument("--corpus", help="corpus file for a JSONL questions dataset")

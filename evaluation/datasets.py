@@ -145,6 +145,8 @@ class EvalDataset:
     :param directory: A tag-owner directory YAML loaded into the store's data dir (ROUTE targets).
     :param glossaries: Glossary CSVs by tenant, loaded into the data dir's glossary (query expansion); recall
         is then also measured without them.
+    :param language: The ISO 639 code of the questions' language (a dataset file's ``language:``), for the
+        report's per-language table; ``None`` for the English datasets.
     """
 
     name: str
@@ -155,6 +157,7 @@ class EvalDataset:
     source: str = ""
     directory: Path | None = None
     glossaries: dict[str, Path] = field(default_factory=dict)
+    language: str | None = None
     _by_id: dict[str, CorpusDocument] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +186,7 @@ class EvalDataset:
             source=self.source,
             directory=self.directory,
             glossaries=self.glossaries,
+            language=self.language,
         )
 
 
@@ -505,6 +509,7 @@ def load_dataset(
         source=str(path),
         directory=directory,
         glossaries=glossaries,
+        language=str(header["language"]) if header.get("language") else None,
     )
 
 

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import regex
+
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.text_analysis import find_source_ids, strip_source_ids
 from evaluation.datasets import EvalDataset, Requester
@@ -88,6 +90,8 @@ def _rate(hits: int, total: int, family: str = "ours", empty_reason: str = "no q
 # ----------------------------------------------------------------------------- text helpers
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+_CJK_RE = regex.compile(rf"[{_CJK}]")
 _PUNCTUATION = set(string.punctuation)
 
 
@@ -113,6 +117,13 @@ def contains_gold_span(answer: str, gold_answers: Iterable[str]) -> bool:
         target = normalize_answer(span)
         if target and f" {target} " in normalized:
             return True
+        # Scripts written without spaces (Chinese, Japanese): a CJK character is a word boundary of its own.
+        if target and _CJK_RE.search(target):
+            pattern = (
+                rf"(?:(?<=\s)|(?<=[{_CJK}])|(?=[{_CJK}])){regex.escape(target)}(?:(?=\s)|(?=[{_CJK}])|(?<=[{_CJK}]))"
+            )
+            if regex.search(pattern, normalized):
+                return True
     return False
 
 

@@ -147,6 +147,7 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
         lines.append(f"| {METRIC_LABELS.get(metric, metric)} | " + " | ".join(cells) + " |")
     lines.append("")
 
+    lines += language_table(summary)
     lines += baseline_table(summary)
 
     not_run = []
@@ -164,6 +165,44 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     else:
         lines += ["All thresholds in `evaluation/thresholds.yml` hold.", ""]
     return "\n".join(lines)
+
+
+# The per-language table's columns (docs/contract.md, "Languages").
+LANGUAGE_COLUMNS = (
+    ("recall_at_5", "recall@5"),
+    ("gold_span_rate", "gold span"),
+    ("cite_rate", "CITE (answerable)"),
+    ("abstention_rate", "declines (unanswerable)"),
+)
+
+
+def language_table(summary: Mapping[str, Any]) -> list[str]:
+    """
+    One row per dataset whose questions are in a named language (a dataset file's ``language:``): recall@5,
+    answers holding a gold span, CITE on answerable questions and declines on unanswerable ones. Empty when no
+    dataset names a language.
+    """
+    datasets = summary.get("datasets", {})
+    rows = sorted((info["language"], name) for name, info in datasets.items() if info.get("language"))
+    if not rows:
+        return []
+    lines = [
+        "## Languages",
+        "",
+        "| language | dataset | answerable / unanswerable | "
+        + " | ".join(label for _, label in LANGUAGE_COLUMNS)
+        + " |",
+        "|---|---|---|" + "---|" * len(LANGUAGE_COLUMNS),
+    ]
+    for language, name in rows:
+        info = datasets[name]
+        cells = [format_value(metric, info.get("metrics", {}).get(metric)) for metric, _ in LANGUAGE_COLUMNS]
+        lines.append(
+            f"| {language} | {name} | {info.get('answerable', '')} / {info.get('unanswerable', '')} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return [*lines, ""]
 
 
 def baseline_summary(report: Mapping[str, Any], source: str) -> dict[str, Any]:

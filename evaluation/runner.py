@@ -56,6 +56,11 @@ INDEXING_PIPELINE = "indexing"
 QUERY_PIPELINE = "query"
 SEARCH_PIPELINE = "search"
 DEFAULT_ROUTING_THRESHOLD = 60.0
+# The per-language datasets (docs/contract.md, "Languages"): questions in Russian, German and Chinese.
+LANGUAGE_DATASETS = tuple(
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "languages" / language / "questions.yml"
+    for language in ("ru", "de", "zh")
+)
 
 
 class EvaluationError(RuntimeError):
@@ -93,6 +98,10 @@ def resolve_datasets(
             dataset = load_manpages()
         elif name in {"sample-aliases", "sample_aliases"}:
             dataset = load_sample_aliases()
+        elif name == "languages":
+            chosen = [load_dataset(path) for path in LANGUAGE_DATASETS]
+            datasets += [ci_subset(one, max_unanswerable) if max_unanswerable is not None else one for one in chosen]
+            continue
         else:
             dataset = load_dataset(name, corpus=corpus)
         datasets.append(ci_subset(dataset, max_unanswerable) if max_unanswerable is not None else dataset)
@@ -462,6 +471,7 @@ def run_evaluation(
         summary["datasets"][dataset.name] = {
             "description": dataset.description,
             "granularity": dataset.granularity,
+            "language": dataset.language,
             "documents": len(dataset.documents),
             "chunks": run.chunks,
             "questions": len(dataset.questions),

@@ -67,9 +67,9 @@ RETRIEVERS = {
     ),
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
-# Payload indexes of the server collection: the access rule's fields and the document id (under ``meta.``), and the
-# Haystack id (``id``), which get_documents_by_id and delete_documents select by.
-INDEXED_FIELDS = IDENTITY_FIELDS
+# Payload indexes of the server collection: the access rule's fields and the document id (under ``meta.``), the
+# language filter, and the Haystack id (``id``), which get_documents_by_id and delete_documents select by.
+INDEXED_FIELDS = (*IDENTITY_FIELDS, "language")
 
 HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.

@@ -11,7 +11,7 @@ bytes) come from ``hayhooks_app.config.Limits`` (``SOURCEBOUND_MAX_*``), read on
 Access-control values (``tenant_id``, ``user_tags``, ``user_id``, ``project_id``) are optional in
 the read models because ``api_key`` mode takes them from the key; ``identity.resolve_identity``
 requires them in ``trusted`` mode. The request's own ``filters`` accept only
-``verified_only`` and ``exclude_tainted``: nothing in a request can widen the access filter.
+``verified_only``, ``exclude_tainted`` and ``language``: nothing in a request can widen the access filter.
 """
 
 from typing import Annotated, Any, Literal
@@ -358,7 +358,8 @@ FIELD_DESCRIPTIONS = {
     "user_id": "Requester's user id (sees user-scoped documents; must match the key in api_key mode).",
     "project_id": "Requester's project (sees its own project-scoped documents in that project).",
     "scope": "Narrow to project, user, tenant or public documents (omitted: everything visible); never widens.",
-    "filters": "Only verified_only / exclude_tainted (default false / true); the access filter is built server-side.",
+    "filters": "Only verified_only / exclude_tainted (default false / true) and language (ISO 639 code); "
+    "the access filter is built server-side.",
     "k": "Number of results, 1..100 (default RAG_TOTAL_CONTEXT_CHUNKS).",
     "search_mode": "vector, keyword or hybrid (RRF fusion; default).",
     "max_tokens": "Token budget of the returned context string, 100..10000.",

@@ -100,6 +100,7 @@ class SearchResultsBuilder:
             "snippet": snippet(document.content or "", self.snippet_chars),
             "tags": [tags] if isinstance(tags, str) else list(tags),
             "public": meta.get("scope") == "public",
+            "language": meta.get("language") or None,
         }
 
     def context(self, documents: list[Document], max_tokens: int) -> tuple[str, int]:

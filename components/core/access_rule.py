@@ -15,8 +15,9 @@ A chunk is visible to a request when (docs/contract.md "Access rule")
     OR scope == "public"
 
 plus the request's narrowing options: ``verified_only`` (``verified == True``),
-``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted) and
-``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule).
+``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted),
+``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule) and
+``language`` (``language == value``, an ISO 639 code; docs/contract.md, "Languages").
 
 A project-scoped chunk is visible only to its owning user (``user_id``) within that
 project. A ``public`` chunk (shared product documentation, written only with the
@@ -35,13 +36,16 @@ visible = [d for d in documents if rule.allows(d)]
 ```
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from haystack import Document, default_from_dict, default_to_dict
 
-ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope"})
+from components.core.language import LANGUAGE_CODE_PATTERN
+
+ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope", "language"})
 # The query `scope` values: each keeps one branch of the rule; None keeps all of them.
 QUERY_SCOPES = ("project", "user", "tenant", "public")
 # A filter no document matches, for a narrowing that leaves no branch: a contradiction, not an empty `in` list,
@@ -55,8 +59,10 @@ _MATCH_NOTHING: dict[str, Any] = {
 }
 
 
-def _flag_conditions(verified_only: bool, exclude_tainted: bool) -> list[dict[str, Any]]:
+def _flag_conditions(verified_only: bool, exclude_tainted: bool, language: str | None) -> list[dict[str, Any]]:
     conditions: list[dict[str, Any]] = []
+    if language is not None:
+        conditions.append({"field": "meta.language", "operator": "==", "value": language})
     if verified_only:
         conditions.append({"field": "meta.verified", "operator": "==", "value": True})
     if exclude_tainted:
@@ -76,6 +82,7 @@ class AccessRule:
     :param verified_only: Keep only chunks with ``verified == True``.
     :param exclude_tainted: Drop chunks with ``tainted == True``.
     :param scope: Narrow to one branch (``project``, ``user``, ``tenant``, ``public``); ``None`` keeps all.
+    :param language: Keep only chunks whose ``language`` is this ISO 639 code; ``None`` keeps all.
     """
 
     tenant_id: str
@@ -85,6 +92,7 @@ class AccessRule:
     verified_only: bool = False
     exclude_tainted: bool = True
     scope: str | None = None
+    language: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tenant_id, str) or not self.tenant_id.strip():
@@ -109,6 +117,10 @@ class AccessRule:
                 f"scope must be one of {', '.join(QUERY_SCOPES)} (or omitted for everything visible), "
                 f"got {self.scope!r}."
             )
+        if self.language is not None and (
+            not isinstance(self.language, str) or not re.match(LANGUAGE_CODE_PATTERN, self.language)
+        ):
+            raise ValueError(f"language must be a lower-case ISO 639 code such as 'de', got {self.language!r}.")
 
     def _wants(self, scope: str) -> bool:
         return self.scope is None or self.scope == scope
@@ -127,8 +139,8 @@ class AccessRule:
         """
         Build the rule from request fields and the request's options dict.
 
-        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str}``; any other key is
-            rejected, because a request's own filters must never reach the store.
+        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str, "language": str}``; any
+            other key is rejected, because a request's own filters must never reach the store.
         :raises ValueError: On an unknown option key, a non-boolean option, or a missing tenant / tags.
         """
         options = dict(options or {})
@@ -149,6 +161,7 @@ class AccessRule:
             verified_only=default_verified_only if verified_only is None else verified_only,
             exclude_tainted=default_exclude_tainted if exclude_tainted is None else exclude_tainted,
             scope=options.get("scope"),
+            language=options.get("language"),
         )
 
     def to_filters(self) -> dict[str, Any]:
@@ -156,7 +169,7 @@ class AccessRule:
         The Haystack filter expressing this rule: the tenant branch (one ``AND`` the store answers from its access
         keys) OR the public branch, each with the flag conditions; only the branches ``scope`` keeps.
         """
-        flags = _flag_conditions(self.verified_only, self.exclude_tainted)
+        flags = _flag_conditions(self.verified_only, self.exclude_tainted, self.language)
         scope_branches: list[dict[str, Any]] = []
         if self._wants("tenant"):
             scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
@@ -229,6 +242,8 @@ class AccessRule:
             return "not verified while verified_only is set"
         if self.exclude_tainted and meta.get("tainted") is True:
             return "tainted while exclude_tainted is set"
+        if self.language is not None and meta.get("language") != self.language:
+            return f"language is not {self.language!r}"
         return None
 
     def allows(self, document: Document) -> bool:
@@ -245,6 +260,7 @@ class AccessRule:
             "verified_only": self.verified_only,
             "exclude_tainted": self.exclude_tainted,
             "scope": self.scope,
+            "language": self.language,
         }
 
 

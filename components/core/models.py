@@ -5,7 +5,7 @@ the requests in docs/api.md), as pydantic v2 models.
 Requests forbid unknown fields: a body that tries to smuggle filters or any
 other parameter is rejected (``pydantic.ValidationError``, a 422 at the API)
 instead of being silently ignored. The only retrieval options a request may
-carry are the two booleans of :class:`SearchFilters`; tenant, tags and scope
+carry are those of :class:`SearchFilters` (two booleans, a language); tenant, tags and scope
 always come from the identity fields and are enforced server-side.
 
 Usage:
@@ -22,6 +22,8 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
+
+from components.core.language import LANGUAGE_CODE_PATTERN
 
 # A query longer than this is almost certainly not a question (a pasted file, an
 # attack); rejecting it early keeps tokenising and embedding cheap.
@@ -103,7 +105,7 @@ class ChatMessage(BaseModel):
 
 class SearchFilters(BaseModel):
     """
-    The only retrieval options a request may set. Both narrow the result set;
+    The only retrieval options a request may set. All narrow the result set;
     nothing here can widen the server-side access filter.
     """
 
@@ -111,6 +113,9 @@ class SearchFilters(BaseModel):
 
     verified_only: bool | None = None
     exclude_tainted: bool | None = None
+    language: str | None = Field(
+        None, pattern=LANGUAGE_CODE_PATTERN, description="Only chunks in this language (ISO 639 code, e.g. 'de')."
+    )
 
 
 class _Identity(BaseModel):
@@ -211,6 +216,8 @@ class Citation(SourceReference):
     snippet_full: str
     # A public (shared, every-tenant) document rather than the requester's own tenant's.
     public: bool = False
+    # The chunk's language (ISO 639 code; given at indexing or detected), None when unknown.
+    language: str | None = None
 
 
 class RouteTarget(BaseModel):
@@ -272,6 +279,8 @@ class SearchResult(BaseModel):
     tags: list[str]
     # A public (shared, every-tenant) document rather than the requester's own tenant's.
     public: bool = False
+    # The chunk's language (ISO 639 code; given at indexing or detected), None when unknown.
+    language: str | None = None
 
 
 class SearchMetadata(BaseModel):

@@ -3,11 +3,13 @@ Text helpers shared by the query components, so each rule lives in one place:
 
 * SourceIds: the citation regex (docs/contract.md, "Documents, chunks and SourceIds"),
   formatting a chunk's SourceId, stripping markers from an answer.
-* Words: a lower-cased word tokenizer with a light, deterministic suffix
-  normaliser (``policies`` -> ``policy``, ``days`` -> ``day``) and an English
-  stopword list (with question fillers such as "name" and "called"). No model, no randomness: the same text always
-  gives the same
-  tokens.
+* Words: a lower-cased word tokenizer for every script (docs/contract.md, "Languages"): letters, marks and
+  digits of any alphabet form words; a run of Han characters (written without spaces) is cut into words by a
+  dictionary segmenter. ASCII text is tokenised by the original ASCII pattern, so English tokens are exactly
+  what they were. A light, deterministic English suffix normaliser (``policies`` -> ``policy``, ``days`` ->
+  ``day``) and an English stopword list (with question fillers such as "name" and "called"), joined by the
+  ``stopwords-iso`` list of the text's language when the text has non-ASCII letters. No model of ours, no
+  randomness: the same text always gives the same tokens.
 * Key phrases (for coverage): the text is cut into *runs* of consecutive content
   words (a stopword or a punctuation mark ends a run; a line break does not, as
   hard-wrapped text breaks lines mid-sentence).
@@ -17,7 +19,7 @@ Text helpers shared by the query components, so each rule lives in one place:
   A phrase is *found* in a context when the context's own runs contain it.
 * Near-duplicate text (for dedup): Jaccard similarity of word 3-shingles,
   O(words) per chunk and exact on identical text.
-* Sentences, snippets and tiktoken token counts.
+* Sentences (Latin, Cyrillic, Greek and CJK end punctuation), snippets and tiktoken token counts.
 """
 
 import re
@@ -25,7 +27,10 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+import regex
 from haystack import Document
+
+from components.core.language import detect_language, language_stopwords, segment_han
 
 # The specification's citation pattern (v2, "Citation Mapping").
 SOURCE_ID_PATTERN = r"\[SourceId:\s*([a-zA-Z0-9-]+:\d+)\]"
@@ -51,10 +56,23 @@ STOPWORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
+# The same word shape in every script (letters, combining marks, digits), except Han: a Han run is one match,
+# cut into words by ``segment_han``.
+_UNICODE_WORD_RE = regex.compile(r"(\p{Han}+)|[\p{L}\p{M}\p{N}--\p{Han}]+(?:['’][\p{L}\p{M}--\p{Han}]+)*", regex.V1)
+_HAN_RE = regex.compile(r"\p{Han}")
+_HAN_RUN_RE = regex.compile(r"\p{Han}+")
+_NON_ASCII_LETTER_RE = regex.compile(r"[\p{L}--[\x00-\x7f]]", regex.V1)
 # Characters that end a run of content words (besides stopwords). Line breaks do not: in
 # hard-wrapped text they fall mid-sentence.
-_RUN_BREAK_RE = re.compile(r"[.,;:!?()\[\]{}\"“”/|]+")
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+_RUN_BREAK_RE = re.compile(r"[.,;:!?()\[\]{}\"“”/|。，、；：！？（）「」『』《》„«»]+")
+# A sentence ends at ``.!?`` (``;`` is the Greek question mark) followed by space and a capital or digit of any
+# script, at the CJK ``。！？`` whether a space follows or not, and at ``!?`` right before a CJK character
+# (NFKC turns the full-width ``！？`` into ASCII). For ASCII text this is exactly the ASCII rule.
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+_SENTENCE_END_RE = regex.compile(
+    rf"(?<=[.!?])\s+(?=[\"'“„«‹(\[]?[\p{{Lu}}\p{{Lt}}\p{{N}}{_CJK}])"
+    rf"|(?<=[。！？｡])\s*(?=\S)|(?<=[!?])(?=[{_CJK}])|(?<=\p{{Greek}}[;])\s+(?=\p{{Lu}})"
+)
 
 
 def find_source_ids(text: str) -> list[str]:
@@ -161,29 +179,84 @@ def normalize_word(word: str) -> str:
     return word
 
 
+def tokens(text: str) -> list[str]:
+    """
+    Word tokens of ``text`` in their original case, in order: the ASCII pattern for ASCII text; otherwise words of
+    every script, each Han run cut into dictionary words.
+    """
+    text = text or ""
+    if text.isascii():
+        return _WORD_RE.findall(text)
+    found: list[str] = []
+    for match in _UNICODE_WORD_RE.finditer(text):
+        if match.group(1):
+            found.extend(segment_han(match.group(1)))
+        else:
+            found.append(match.group(0))
+    return found
+
+
+def keyword_text(text: str) -> str:
+    """
+    ``text`` prepared for a keyword (BM25) tokenizer that splits at spaces and punctuation: each run of Han
+    characters becomes its dictionary words separated by spaces (``带薪年假`` -> ``带薪 年 假``), so a Chinese
+    term is a token of its own. Text without Han characters is returned unchanged.
+    """
+    text = text or ""
+    if text.isascii() or not _HAN_RE.search(text):
+        return text
+    return _HAN_RUN_RE.sub(lambda match: f" {' '.join(segment_han(match.group(0)))} ", text)
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (no normalisation), in order."""
-    return list(map(str.lower, _WORD_RE.findall(text or "")))
+    return list(map(str.lower, tokens(text)))
 
 
-def is_content_word(word: str) -> bool:
-    """A word that carries meaning: not a stopword, and either a number or 2+ letters."""
+@lru_cache(maxsize=4096)
+def text_language(text: str) -> str | None:
+    """
+    The language whose stopwords apply to ``text``: ``"en"`` when it has no non-ASCII letter (the English rules
+    stay as they were), else the detected language (``None`` when undetermined).
+    """
+    if text.isascii() or not _NON_ASCII_LETTER_RE.search(text):
+        return "en"
+    return detect_language(text)
+
+
+def stopwords_for(language: str | None) -> frozenset[str]:
+    """The English stopwords, joined by ``language``'s (ISO 639-1) when it is another language."""
+    if language in (None, "en"):
+        return STOPWORDS
+    return _joined_stopwords(language)
+
+
+@lru_cache(maxsize=32)
+def _joined_stopwords(language: str) -> frozenset[str]:
+    return STOPWORDS | language_stopwords(language)
+
+
+def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
+    """A word that carries meaning: not a stopword, and a number, 2+ letters, or a Han word."""
     lowered = word.lower().replace("’", "'")
-    return lowered not in STOPWORDS and (lowered.isdigit() or len(lowered) >= 2)
+    return lowered not in stopwords and (lowered.isdigit() or len(lowered) >= 2 or bool(_HAN_RE.match(lowered)))
 
 
 def content_words(text: str) -> list[str]:
     """Normalised content words of ``text``, in order (duplicates kept)."""
-    return [normalize_word(token) for token in _WORD_RE.findall(text or "") if is_content_word(token)]
+    stopwords = stopwords_for(text_language(text or ""))
+    return [normalize_word(token) for token in tokens(text) if is_content_word(token, stopwords)]
 
 
 def content_runs(text: str) -> list[list[str]]:
     """Runs of consecutive normalised content words; stopwords and punctuation end a run."""
     runs: list[list[str]] = []
-    for segment in _RUN_BREAK_RE.split(strip_source_ids(text)):
+    text = strip_source_ids(text)
+    stopwords = stopwords_for(text_language(text))
+    for segment in _RUN_BREAK_RE.split(text):
         current: list[str] = []
-        for token in _WORD_RE.findall(segment):
-            if is_content_word(token):
+        for token in tokens(segment):
+            if is_content_word(token, stopwords):
                 current.append(normalize_word(token))
             elif current:
                 runs.append(current)
@@ -267,18 +340,29 @@ def _logical_lines(text: str) -> list[str]:
     return lines
 
 
+# Languages that write ordinal numbers with a dot (German "am 31. März"): there a number and a dot end no sentence.
+_ORDINAL_DOT_LANGUAGES = frozenset({"de", "pl", "cs", "sk", "da", "nb", "no", "fi", "hu", "sl", "hr", "sr", "et", "lv"})
+_ORDINAL_END_RE = re.compile(r"(?<![\d.,])\b\d{1,2}\.$")
+
+
 def sentence_blocks(text: str) -> list[list[str]]:
     """
     The sentences of ``text`` grouped by block: a paragraph, a list item, a heading, a table row,
     or a reference entry (a term line and its indented description, which hard-wrapping joins).
     A block's later sentences continue what its first one introduced (docs/contract.md, "Answers").
+    Sentences end as :func:`split_sentences` says.
     """
     blocks: list[list[str]] = []
+    ordinal_dots = text_language(text or "") in _ORDINAL_DOT_LANGUAGES
     for line in _logical_lines(text):
         line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
-        sentences = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()] if line else []
-        if sentences:
-            blocks.append(sentences)
+        if not line:
+            continue
+        parts = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()]
+        if ordinal_dots:
+            parts = join_ordinals(parts)
+        if parts:
+            blocks.append(parts)
     return blocks
 
 
@@ -286,10 +370,27 @@ def split_sentences(text: str) -> list[str]:
     """
     Split text into sentences. Hard-wrapped lines are joined first; a blank line,
     heading, list item or table row ends a sentence, and so does ``.!?`` followed by
-    whitespace and a capital, digit or opening quote/bracket. Markdown heading and
-    list markers are removed.
+    whitespace and a capital (of any script), digit or opening quote/bracket, and a CJK ``。！？``. In
+    languages that write ordinals with a dot (German ``31. März``), a one- or two-digit number before the dot
+    ends no sentence. Markdown heading and list markers are removed.
     """
     return [sentence for block in sentence_blocks(text) for sentence in block]
+
+
+def join_ordinals(parts: list[str], text: str | None = None) -> list[str]:
+    """
+    Re-join sentence parts cut after an ordinal number (``bis zum 31. März``). With ``text``, only when its
+    language writes ordinals with a dot (German, Polish, ...); without it, always.
+    """
+    if text is not None and text_language(text) not in _ORDINAL_DOT_LANGUAGES:
+        return parts
+    joined: list[str] = []
+    for part in parts:
+        if joined and _ORDINAL_END_RE.search(joined[-1]):
+            joined[-1] = f"{joined[-1]} {part}"
+        else:
+            joined.append(part)
+    return joined
 
 
 @lru_cache(maxsize=4)

@@ -31,6 +31,7 @@ from components.core.text_analysis import (
     chunk_index_of,
     document_id_of,
     find_source_ids,
+    join_ordinals,
     optional_int,
     snippet,
     source_id_of,
@@ -43,15 +44,15 @@ logger = logging.getLogger(__name__)
 
 # Markers that follow a sentence's end punctuation move in front of it, so that
 # splitting at the punctuation keeps each marker with the sentence it cites.
-_TRAILING_MARKERS_RE = re.compile(r"([.!?])((?:\s*" + SOURCE_ID_PATTERN.replace("(", "(?:", 1) + r")+)")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_TRAILING_MARKERS_RE = re.compile(r"([.!?。！？])((?:\s*" + SOURCE_ID_PATTERN.replace("(", "(?:", 1) + r")+)")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 def answer_sentences(answer: str) -> list[str]:
     """The answer's sentences, each with the SourceId markers that cite it; fragments without words are skipped."""
     moved = _TRAILING_MARKERS_RE.sub(lambda m: f"{m.group(2)}{m.group(1)}", answer or "")
     sentences = []
-    for part in _SENTENCE_SPLIT_RE.split(moved):
+    for part in join_ordinals(_SENTENCE_SPLIT_RE.split(moved), moved):
         part = part.strip()
         if part and words(re.sub(SOURCE_ID_PATTERN, " ", part)):
             sentences.append(part)
@@ -105,6 +106,7 @@ class CitationExtractor:
             "snippet": snippet(content, self.snippet_chars),
             "snippet_full": content,
             "public": meta.get("scope") == "public",
+            "language": meta.get("language") or None,
         }
 
     @component.output_types(citations=list[dict[str, Any]], unknown_source_ids=list[str], all_sentences_cited=bool)

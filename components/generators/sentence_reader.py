@@ -16,7 +16,10 @@ For every context sentence (from :class:`components.preprocessors.context_senten
   numbers, option names (``--foo``, ``-x``), identifiers (``max_size``, ``os.path``,
   ``CamelCase``), quoted strings and capitalised names. 0 when the query has none.
 
-``score = similarity + lexical_weight * lexical + exact_weight * exact``. The answer is
+``score = similarity + lexical_weight * lexical + exact_weight * exact``. For a question in one of
+``lexical_only_languages`` (by default Chinese, Japanese and Korean, which the English embedding model does not
+read: their sentences all look alike to it), ``similarity`` is replaced by ``lexical`` (docs/reader.md,
+"Languages"). The answer is
 the best sentence, plus the next best when it scores within ``second_sentence_gap`` of
 it (at most ``max_sentences``, within ``max_answer_chars``), in document order, each
 followed by its ``[SourceId: ...]``.
@@ -38,12 +41,13 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import regex
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.similarity import cosine_similarity
-from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, words
+from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, text_language, words
 
 READER_MODEL_NAME = "extractive"
 
@@ -54,7 +58,13 @@ _IDENTIFIER_RE = re.compile(
     r"\b[A-Za-z_][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"
 )
 _QUOTED_RE = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
-_NAME_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:['’]s)?\b")
+# A capitalised word of any cased script (Latin, Cyrillic, Greek); on ASCII text this is ``[A-Z][A-Za-z0-9]*``.
+_NAME_RE = regex.compile(r"\b[\p{Lu}\p{Lt}][\p{L}\p{M}\p{N}]*(?:['’]s)?\b")
+
+
+# Languages that capitalise every noun: there a capital letter does not mark a name.
+_NOUN_CAPITALISING_LANGUAGES = frozenset({"de", "lb"})
+DEFAULT_LEXICAL_ONLY_LANGUAGES = ("zh", "ja", "ko")
 
 
 # What kind of token answers a question (docs/reader.md, "Answer types"): a question asking for an amount,
@@ -114,7 +124,8 @@ def exact_terms(query: str) -> list[str]:
     """
     The query's exact terms, in order, without duplicates: option names, numbers,
     identifiers, quoted strings, and capitalised words other than a sentence's first word
-    (names, acronyms). Stopwords are never names ("What does The ..." asks nothing by "The").
+    (names, acronyms; not in German, which capitalises every noun). Stopwords are never names
+    ("What does The ..." asks nothing by "The").
     """
     found: dict[str, None] = {}
     for pattern in (_OPTION_RE, _NUMBER_RE, _IDENTIFIER_RE):
@@ -126,7 +137,8 @@ def exact_terms(query: str) -> list[str]:
         quoted.append(match.span())
     # A sentence's first word is capitalised anyway (a clarified query folds several sentences into one).
     sentence_starts = {match.start(1) for match in re.finditer(r"(?:^|[.!?]\s+)\W*(\w+)", query)}
-    for match in _NAME_RE.finditer(query):
+    names = [] if text_language(query) in _NOUN_CAPITALISING_LANGUAGES else _NAME_RE.finditer(query)
+    for match in names:
         # A word inside a quoted string belongs to that one term.
         if match.start() in sentence_starts or any(start <= match.start() < end for start, end in quoted):
             continue
@@ -195,6 +207,7 @@ class SentenceReader:
         max_answer_chars: int = 700,
         insufficient_answer: str = INSUFFICIENT_INFORMATION_ANSWER,
         model_name: str = READER_MODEL_NAME,
+        lexical_only_languages: list[str] | None = None,
     ) -> None:
         """
         :param lexical_weight: Weight of the query's IDF-weighted term coverage in a sentence's score.
@@ -214,6 +227,8 @@ class SentenceReader:
             always kept.
         :param insufficient_answer: The answer when the reader declines.
         :param model_name: Reported as ``model_used``; the only ``model`` a request may name for this backend.
+        :param lexical_only_languages: ISO 639 codes of question languages the embedding model does not read; for
+            them a sentence's lexical evidence stands in for its similarity. ``None``: ``["zh", "ja", "ko"]``.
         """
         for name, value in {
             "lexical_weight": lexical_weight,
@@ -235,6 +250,13 @@ class SentenceReader:
             raise ValueError(f"max_answer_chars must be an integer >= 50, got {max_answer_chars!r}.")
         if not insufficient_answer or not model_name:
             raise ValueError("insufficient_answer and model_name must be non-empty.")
+        if lexical_only_languages is not None and (
+            not isinstance(lexical_only_languages, list)
+            or not all(isinstance(code, str) and code for code in lexical_only_languages)
+        ):
+            raise ValueError(
+                f"lexical_only_languages must be a list of language codes, got {lexical_only_languages!r}."
+            )
         self.lexical_weight = float(lexical_weight)
         self.exact_weight = float(exact_weight)
         self.margin_weight = float(margin_weight)
@@ -247,6 +269,10 @@ class SentenceReader:
         self.max_answer_chars = max_answer_chars
         self.insufficient_answer = insufficient_answer
         self.model_name = model_name
+        self.lexical_only_languages = lexical_only_languages
+        self._lexical_only = frozenset(
+            DEFAULT_LEXICAL_ONLY_LANGUAGES if lexical_only_languages is None else lexical_only_languages
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -264,6 +290,7 @@ class SentenceReader:
             max_answer_chars=self.max_answer_chars,
             insufficient_answer=self.insufficient_answer,
             model_name=self.model_name,
+            lexical_only_languages=self.lexical_only_languages,
         )
 
     @classmethod
@@ -299,11 +326,14 @@ class SentenceReader:
         weights = {term: math.log(1.0 + len(sentences) / (1.0 + frequency[term])) for term in query_terms}
         total = sum(weights.values())
         exact = exact_terms(query)
+        lexical_only = text_language(query) in self._lexical_only
         similarities = cosines(query_embedding, [sentence.embedding for sentence in sentences])
         kind = answer_type(query)
         scored = []
         for sentence, text, terms, similarity in zip(sentences, texts, terms_of, similarities, strict=True):
             lexical = sum(weights[term] for term in query_terms if term in terms) / total if total else 0.0
+            if lexical_only:
+                similarity = lexical
             exact_share = sum(1 for term in exact if contains_exact(text, term)) / len(exact) if exact else 0.0
             typed = has_answer_token(sentence.content or "", kind, query)
             # A token of the asked-for kind counts as far as the sentence is about the question's words.

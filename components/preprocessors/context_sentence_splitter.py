@@ -28,6 +28,16 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.text_analysis import sentence_blocks, source_id_of, words
 
 
+def _is_caps_heading(sentence: str) -> bool:
+    """
+    An ALL-CAPS line ("YOUR ONBOARDING BUDDY") is a heading, not an answer. A script without case (Chinese,
+    Japanese) never makes a line a heading: ``upper()`` leaves its letters as they are.
+    """
+    return sentence.upper() == sentence and not any(
+        character.isalpha() and character.upper() == character.lower() for character in sentence
+    )
+
+
 @component
 class ContextSentenceSplitter:
     """
@@ -69,8 +79,7 @@ class ContextSentenceSplitter:
             for block, block_sentences in enumerate(sentence_blocks(document.content or "")):
                 for block_position, sentence in enumerate(block_sentences):
                     position += 1
-                    # ALL-CAPS lines ("YOUR ONBOARDING BUDDY") are headings, not answers.
-                    if len(words(sentence)) < self.min_sentence_words or sentence.upper() == sentence:
+                    if len(words(sentence)) < self.min_sentence_words or _is_caps_heading(sentence):
                         continue
                     meta = {
                         "source_id": source_id,

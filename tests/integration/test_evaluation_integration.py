@@ -1,8 +1,7 @@
 """
 The CI-sized evaluation through the real YAML pipelines: this is how CI enforces
-``evaluation/thresholds.yml``. It indexes the built-in corpora (Normans, the sample corpus,
-manpages-dev) through ``pipelines/indexing.yml``, asks through ``pipelines/query.yml`` and
-``pipelines/search.yml``, and fails on any violation.
+``evaluation/thresholds.yml``. It indexes every built-in corpus through ``pipelines/indexing.yml``,
+asks through ``pipelines/query.yml`` and ``pipelines/search.yml``, and fails on any violation.
 """
 
 import json

@@ -17,8 +17,8 @@ vector ``bm25`` with Qdrant's IDF modifier (the document's own
 tenant (docs/contract.md "Document ids"); a shard written before that is
 re-keyed once when it is opened (``POINT_ID_SCHEME_FILE`` marks it done).
 Payload indexes: keyword on ``id``, on ``meta.tenant_id`` (``is_tenant``),
-``meta.tags``, ``meta.document_id``, ``meta.scope``, ``meta.user_id`` and
-``meta.project_id``; boolean on ``meta.verified`` and ``meta.tainted``; and
+``meta.tags``, ``meta.document_id``, ``meta.scope``, ``meta.user_id``,
+``meta.project_id`` and ``meta.language``; boolean on ``meta.verified`` and ``meta.tainted``; and
 keyword on the derived access keys that answer the contract's access rule in
 one index lookup (see ``converters`` and ``filters``).
 
@@ -123,7 +123,7 @@ logger = logging.getLogger(__name__)
 
 SIMILARITIES = {"cosine": Distance.Cosine, "dot_product": Distance.Dot, "l2": Distance.Euclid}
 
-# Payload indexes; the access rule filters on all of these (docs/contract.md, "Access rule").
+# Payload indexes; the access rule and its narrowing options filter on all of these (docs/contract.md, "Access rule").
 PAYLOAD_INDEXES: dict[str, Any] = {
     "id": PayloadSchemaType.Keyword,
     "meta.tenant_id": KeywordIndexParams(is_tenant=True),
@@ -134,6 +134,8 @@ PAYLOAD_INDEXES: dict[str, Any] = {
     "meta.project_id": PayloadSchemaType.Keyword,
     "meta.verified": PayloadSchemaType.Bool,
     "meta.tainted": PayloadSchemaType.Bool,
+    # The request's optional language narrowing (docs/contract.md, "Languages").
+    "meta.language": PayloadSchemaType.Keyword,
     ACCESS_KEYS_PATH: PayloadSchemaType.Keyword,
 }
 

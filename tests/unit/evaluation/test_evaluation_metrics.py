@@ -74,6 +74,14 @@ class TestContainsGoldSpan:
     def test_empty_span_never_matches(self):
         assert not contains_gold_span("anything", ["", "the"])
 
+    def test_scripts_without_spaces(self):
+        # A CJK character is a word boundary of its own; Latin and digits inside still match whole.
+        assert contains_gold_span("正式员工每年享有十五天带薪年假。 [SourceId: zh:0]", ["十五天带薪年假"])
+        assert contains_gold_span("上海办公室位于南京西路 1266 号二十八楼", ["南京西路 1266 号"])
+        assert contains_gold_span("应拨打热线 400-820-1234 报告", ["400-820-1234"])
+        assert not contains_gold_span("应拨打热线 1400-820-1234 报告", ["400-820-1234"])
+        assert contains_gold_span("Каждый получает 28 календарных дней.", ["28 календарных дней"])
+
 
 class TestAuroc:
     def test_perfect_separation(self):

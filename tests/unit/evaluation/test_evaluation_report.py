@@ -103,6 +103,39 @@ class TestReport:
         assert "ragas Faithfulness (LLM judge): not run: no judge LLM: OLLAMA_BASE_URL is not set" in table
         assert "All thresholds in `evaluation/thresholds.yml` hold." in table
 
+    def test_language_table_for_datasets_that_name_a_language(self, run):
+        summary, _ = run
+        assert "## Languages" not in markdown_table(summary)  # the English sets name no language
+        multilingual = json.loads(json.dumps(summary))
+        for language in ("zh", "de"):
+            multilingual["datasets"][f"lang-{language}"] = {
+                **json.loads(json.dumps(summary["datasets"]["sample-gold"])),
+                "language": language,
+                "answerable": 8,
+                "unanswerable": 3,
+            }
+        multilingual["datasets"]["lang-zh"]["metrics"]["abstention_rate"]["value"] = 2 / 3
+        table = markdown_table(multilingual, {"defaults": {}, "datasets": {}})
+        header = (
+            "| language | dataset | answerable / unanswerable | recall@5 | gold span | CITE (answerable) | declines"
+        )
+        assert "## Languages" in table and header in table
+        assert "| de | lang-de | 8 / 3 | 1.000 | 1.000 | 1.000 | 1.000 |" in table
+        assert "| zh | lang-zh | 8 / 3 | 1.000 | 1.000 | 1.000 | 0.667 |" in table
+        assert table.index("| de | lang-de") < table.index("| zh | lang-zh")
+
+    def test_languages_builtin_resolves_the_three_language_datasets(self):
+        datasets = resolve_datasets(["languages"])
+        assert [(dataset.name, dataset.language) for dataset in datasets] == [
+            ("lang-ru", "ru"),
+            ("lang-de", "de"),
+            ("lang-zh", "zh"),
+        ]
+        for dataset in datasets:
+            assert len(dataset.documents) == 9 and len(dataset.answerable) >= 8 and len(dataset.unanswerable) >= 3
+            assert all(dataset.document(doc_id) for q in dataset.answerable for doc_id in q.gold_document_ids)
+        assert [len(dataset.unanswerable) for dataset in resolve_datasets(["languages"], max_unanswerable=1)] == [1] * 3
+
     def test_markdown_shows_violations(self, run):
         summary, _ = run
         bad = json.loads(json.dumps(summary))

@@ -65,6 +65,12 @@ class TestSearchResultsBuilder:
         results = SearchResultsBuilder().run(documents=documents, search_mode="hybrid")["response"]["results"]
         assert [result["url"] for result in results] == [None, "http://wiki.example.com/page", None]
 
+    def test_run_results_carry_the_language(self):
+        documents = _docs()
+        documents[0].meta["language"] = "de"
+        results = SearchResultsBuilder().run(documents=documents, search_mode="hybrid")["response"]["results"]
+        assert [result["language"] for result in results] == ["de", None, None]
+
     def test_run_context_within_max_tokens(self):
         documents = _docs()
         one = count_tokens(format_chunk(documents[0]))

@@ -29,6 +29,8 @@ def _corpus() -> list[Document]:
             "tainted": tainted,
             "document_id": f"d{number}",
             "chunk_index": 0,
+            # Interleaved so every combination above meets every language (and a chunk without one).
+            "language": ("de", "ru", None)[number % 3],
         }
         if user:
             meta["user_id"] = user
@@ -51,6 +53,10 @@ REQUESTS = [
     AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", scope="tenant"),
     AccessRule("globex", ("fin",), user_id="u2", scope="public", verified_only=True),
     AccessRule("acme", ("hr",), scope="user"),  # no user: the narrowing leaves nothing
+    # The language narrowing (docs/contract.md "Languages") on every branch, public included.
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", language="de"),
+    AccessRule("globex", ("fin",), user_id="u2", language="ru", verified_only=True),
+    AccessRule("acme", ("hr",), language="zh"),  # no chunk in that language
 ]
 
 
@@ -72,6 +78,19 @@ class TestAccessRule:
             AccessRule.from_request("acme", ["hr"], options={"tenant_id": "globex"})
         with pytest.raises(ValueError, match="boolean"):
             AccessRule.from_request("acme", ["hr"], options={"verified_only": "true"})
+
+    def test_language_option(self):
+        rule = AccessRule.from_request("acme", ["hr"], options={"language": "de"})
+        assert rule.language == "de" and rule.as_dict()["language"] == "de"
+        for branch in rule.to_filters()["conditions"]:
+            assert {"field": "meta.language", "operator": "==", "value": "de"} in branch["conditions"]
+        assert AccessRule.from_request("acme", ["hr"]).language is None
+        for bad in ("DE", "german", "de-DE", "", 7):
+            with pytest.raises(ValueError, match="language"):
+                AccessRule.from_request("acme", ["hr"], options={"language": bad})
+        german = Document(content="x", meta={"tenant_id": "acme", "tags": ["hr"], "scope": "tenant", "language": "de"})
+        assert rule.allows(german)
+        assert AccessRule("acme", ("hr",), language="ru").violation(german) == "language is not 'ru'"
 
     def test_filter_shape(self):
         filters = AccessRule("acme", ("hr",), user_id="u1").to_filters()
@@ -121,6 +140,7 @@ class TestAccessRule:
                 and (rule.scope is None or meta["scope"] == rule.scope)
                 and (not rule.verified_only or meta["verified"])
                 and (not rule.exclude_tainted or not meta["tainted"])
+                and (rule.language is None or meta["language"] == rule.language)
             )
             assert rule.allows(document) is expected, (rule, meta)
 

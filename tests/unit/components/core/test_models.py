@@ -37,6 +37,8 @@ class TestRAGRequest:
         )
         assert request.chat_history[1].role == "assistant"
         assert request.filters.verified_only is True and request.filters.exclude_tainted is None
+        assert request.filters.language is None
+        assert RAGRequest.model_validate({**BASE, "filters": {"language": "zh"}}).filters.language == "zh"
 
     @pytest.mark.parametrize(
         "change",
@@ -57,6 +59,9 @@ class TestRAGRequest:
             {"filters": {"tenant_id": "globex"}},
             {"filters": {"operator": "OR", "conditions": []}},
             {"filters": {"verified_only": "yes please"}},
+            {"filters": {"language": "German"}},
+            {"filters": {"language": "DE"}},
+            {"filters": {"language": "de-DE"}},
         ],
     )
     def test_invalid_requests_are_rejected(self, change):

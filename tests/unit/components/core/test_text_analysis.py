@@ -1,6 +1,10 @@
-"""Shared text helpers: SourceIds, key phrases, shingles, sentences, snippets, tokens."""
+"""Shared text helpers: SourceIds, key phrases, shingles, sentences, snippets, tokens, every script."""
+
+import re
+from pathlib import Path
 
 import pytest
+import regex
 from haystack import Document
 
 from components.core.text_analysis import (
@@ -8,8 +12,11 @@ from components.core.text_analysis import (
     content_words,
     count_tokens,
     find_source_ids,
+    is_content_word,
     jaccard,
+    join_ordinals,
     key_phrases,
+    keyword_text,
     normalize_word,
     phrase_index,
     sentence_blocks,
@@ -18,7 +25,11 @@ from components.core.text_analysis import (
     source_id_of,
     split_sentences,
     strip_source_ids,
+    text_language,
+    words,
 )
+
+REPO = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.unit
@@ -150,3 +161,170 @@ class TestLinksBack:
         assert source_url_of(upload) is None
         assert source_url_of(synced) == "file:///srv/git/h.git/a.md"
         assert source_title_of(synced) == "A" and source_title_of(web) == "d1"
+
+
+# English texts whose words, sentences and key phrases are pinned to what the ASCII-only rules gave before
+# text analysis became Unicode-aware (curly quotes, an em dash and a non-breaking hyphen context included).
+ENGLISH_TEXTS = [
+    "Full-time employees receive 27 days of paid annual leave per calendar year. It's the company’s policy — no "
+    'exceptions!\nSee section 4.2 ("Leave") for details. e.g. carry-over: up to 5 days until March 31.',
+    "# Expense policy\n\n- Meals: EUR 45 per day.\n- Hotels are booked via TravelDesk; the limit is EUR 180/night. "
+    "Ask finance@acme.example?\nThe CFO approves exceptions. “Quoted” items follow.",
+    "Run `sourcebound index --max-retries=3` on os.path objects; CamelCase names like QdrantEdgeDocumentStore stay "
+    "whole. The 2nd run is faster... Really? Yes.",
+]
+ASCII_WORD_PATTERN = r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*"
+
+
+@pytest.mark.unit
+class TestEnglishUnchanged:
+    def test_pinned_sentences(self):
+        assert split_sentences(ENGLISH_TEXTS[0]) == [
+            "Full-time employees receive 27 days of paid annual leave per calendar year.",
+            "It's the company’s policy — no exceptions!",
+            'See section 4.2 ("Leave") for details. e.g. carry-over: up to 5 days until March 31.',
+        ]
+        assert split_sentences(ENGLISH_TEXTS[1]) == [
+            "Expense policy",
+            "Meals: EUR 45 per day.",
+            "Hotels are booked via TravelDesk; the limit is EUR 180/night.",
+            "Ask finance@acme.example?",
+            "The CFO approves exceptions.",
+            "“Quoted” items follow.",
+        ]
+        assert split_sentences(ENGLISH_TEXTS[2]) == [
+            "Run `sourcebound index --max-retries=3` on os.path objects; CamelCase names like QdrantEdgeDocumentStore "
+            "stay whole.",
+            "The 2nd run is faster...",
+            "Really?",
+            "Yes.",
+        ]
+
+    def test_pinned_key_phrases(self):
+        assert key_phrases(ENGLISH_TEXTS[0]) == [
+            "full time", "time employee", "employee receive", "receive 27", "27 day", "paid annual", "annual leave",
+            "calendar year", "company policy", "exception", "see section", "section 4", "2", "leave", "detail",
+            "carry", "5 day", "march 31",
+        ]  # fmt: skip
+
+    @pytest.mark.parametrize("text", ENGLISH_TEXTS)
+    def test_words_are_the_ascii_words(self, text):
+        assert words(text) == [word.lower() for word in re.findall(ASCII_WORD_PATTERN, text)]
+
+    def test_sample_corpus_words_unchanged(self):
+        # The bundled English corpus tokenises as the ASCII pattern did, except words holding a non-ASCII letter
+        # ("cafés" is one word now, not "caf" and "s"), which are taken out before comparing.
+        for path in sorted((REPO / "examples" / "sample_corpus").rglob("*.md")):
+            text = regex.sub(r"\S*[\p{L}--[\x00-\x7f]]\S*", " ", path.read_text(encoding="utf-8"), flags=regex.V1)
+            assert words(text) == [word.lower() for word in re.findall(ASCII_WORD_PATTERN, text)], path
+            assert split_sentences(text) and key_phrases(text)
+
+
+@pytest.mark.unit
+class TestUnicodeWords:
+    def test_cyrillic_german_greek(self):
+        assert words("Отпуск — 28 календарных дней.") == ["отпуск", "28", "календарных", "дней"]
+        assert words("Die Kündigungsfrist beträgt drei Monate; Straße 14.") == [
+            "die", "kündigungsfrist", "beträgt", "drei", "monate", "straße", "14",
+        ]  # fmt: skip
+        assert words("Η άδεια είναι 25 ημέρες.") == ["η", "άδεια", "είναι", "25", "ημέρες"]
+
+    def test_han_runs_are_segmented_into_words(self):
+        assert words("正式员工每年享有十五天带薪年假。") == [
+            "正式",
+            "员工",
+            "每年",
+            "享有",
+            "十五天",
+            "带薪",
+            "年",
+            "假",
+        ]
+        # Latin inside Chinese stays a word of its own.
+        assert words("所有员工必须为邮箱和VPN开启双重认证")[-5:] == ["和", "vpn", "开启", "双重", "认证"]
+
+    def test_stopwords_of_the_text_language(self):
+        assert text_language("Каждый сотрудник получает 28 календарных дней отпуска.") == "ru"
+        assert text_language("Employees receive 27 days.") == "en"
+        assert content_words("Каждый сотрудник получает 28 дней и не более того.")[:3] == [
+            "сотрудник",
+            "получает",
+            "28",
+        ]
+        assert "и" not in content_words("Каждый сотрудник получает 28 дней и не более того.")
+        assert "der" not in content_words("Die Kündigungsfrist der Mitarbeiter beträgt drei Monate.")
+        # English stays English: "die" is a content word of an ASCII text.
+        assert "die" in content_words("Old batteries die quickly.")
+        # A single Han character can carry the meaning ("假", leave).
+        assert is_content_word("假")
+
+    def test_non_latin_shingles_tell_chunks_apart(self):
+        first = shingles("Каждый сотрудник получает 28 календарных дней оплачиваемого отпуска в году.")
+        second = shingles("Пароль корпоративной учётной записи должен содержать не менее 14 символов.")
+        chinese = shingles("正式员工每年享有十五天带薪年假。")
+        assert first and second and chinese
+        assert jaccard(first, second) == 0.0 and jaccard(first, chinese) == 0.0
+        assert (
+            jaccard(first, shingles("Каждый сотрудник получает 28 календарных дней оплачиваемого отпуска в году!"))
+            == 1.0
+        )
+
+    def test_key_phrases_coverage_of_a_russian_answer(self):
+        context = "Каждый сотрудник получает 28 календарных дней оплачиваемого отпуска в году."
+        index = phrase_index(context)
+        answer = key_phrases("Сотрудник получает 28 календарных дней отпуска.")
+        assert answer and sum(phrase in index for phrase in answer) / len(answer) >= 0.5
+        unrelated = key_phrases("Пароль меняется каждые 90 дней.")
+        assert not any(phrase in index for phrase in unrelated)
+
+    def test_keyword_text(self):
+        assert keyword_text("Employees receive 27 days.") == "Employees receive 27 days."
+        assert keyword_text("Die Kündigungsfrist") == "Die Kündigungsfrist"
+        assert keyword_text("带薪年假 VPN") == " 带薪 年 假  VPN"
+
+
+@pytest.mark.unit
+class TestMultilingualSentences:
+    def test_cyrillic_capitals_end_sentences(self):
+        assert split_sentences("Отпуск составляет 28 дней. Это важно! Заявление подаётся заранее.") == [
+            "Отпуск составляет 28 дней.",
+            "Это важно!",
+            "Заявление подаётся заранее.",
+        ]
+
+    def test_cjk_end_punctuation(self):
+        # NFKC (indexing) turns the full-width ！？ into ASCII, so both forms end a sentence.
+        assert split_sentences("员工每年享有十五天带薪年假。年假可以顺延!下一句？最后一句") == [
+            "员工每年享有十五天带薪年假。",
+            "年假可以顺延!",
+            "下一句？",
+            "最后一句",
+        ]
+
+    def test_greek_question_mark(self):
+        assert split_sentences("Πόσες ημέρες άδειας έχω; Έχετε 25 ημέρες.") == [
+            "Πόσες ημέρες άδειας έχω;",
+            "Έχετε 25 ημέρες.",
+        ]
+
+    def test_german_ordinal_dates_end_no_sentence(self):
+        text = "Resturlaub muss bis zum 31. März genommen werden. Die Frist gilt für alle Beschäftigten."
+        assert split_sentences(text) == [
+            "Resturlaub muss bis zum 31. März genommen werden.",
+            "Die Frist gilt für alle Beschäftigten.",
+        ]
+        # English keeps its rule: a number and a dot before a capital end a sentence.
+        assert split_sentences("Leave must be taken by day 31. March is the deadline.") == [
+            "Leave must be taken by day 31.",
+            "March is the deadline.",
+        ]
+        assert join_ordinals(["bis zum 31.", "März"]) == ["bis zum 31. März"]
+
+    def test_mixed_language_text(self):
+        text = "The Kazan office opens at 8:30. Парковка находится во дворе. 员工食堂在三楼。"
+        assert split_sentences(text) == [
+            "The Kazan office opens at 8:30.",
+            "Парковка находится во дворе.",
+            "员工食堂在三楼。",
+        ]
+        assert {"kazan", "парковка", "食堂"} <= set(words(text))

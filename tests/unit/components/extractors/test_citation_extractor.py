@@ -67,9 +67,26 @@ class TestCitationExtractor:
             "snippet": "A" * 200 + "...",
             "snippet_full": "A" * 250,
             "public": False,
+            "language": None,
         }
         assert second["source_id"] == "faq:0" and second["snippet"] == "Short chunk." and second["page_number"] is None
         assert second["section"] is None and out["unknown_source_ids"] == []
+
+    def test_citation_carries_the_chunks_language(self):
+        documents = [Document(id="de-hb:0", content="Die Frist beträgt drei Monate.", meta={"language": "de"})]
+        answer = "Die Frist beträgt drei Monate. [SourceId: de-hb:0]"
+        assert CitationExtractor().run(answer=answer, documents=documents)["citations"][0]["language"] == "de"
+
+    def test_cjk_and_german_answer_sentences(self):
+        answer = "员工食堂在三楼。 [SourceId: zh:0] 午餐时间为十一点半。 [SourceId: zh:1]"
+        # Each marker moves before its sentence's 。 as before an English full stop.
+        assert answer_sentences(answer) == [
+            "员工食堂在三楼 [SourceId: zh:0]。",
+            "午餐时间为十一点半 [SourceId: zh:1]。",
+        ]
+        # An ordinal date ("31. März") ends no German sentence: the marker after it cites the whole sentence.
+        german = "Resturlaub muss bis zum 31. März genommen werden. [SourceId: de:0]"
+        assert answer_sentences(german) == ["Resturlaub muss bis zum 31. März genommen werden [SourceId: de:0]."]
 
     def test_run_citation_links_only_web_sources(self):
         web, local = _docs()

@@ -6,6 +6,8 @@ YAML's parameters) on a hand-written test set, a few cases per failure mode: neg
 option defaults, lists, answers that span two sentences, and questions the context does not answer.
 """
 
+from pathlib import Path
+
 import pytest
 from haystack import Document, Pipeline
 
@@ -367,3 +369,96 @@ class TestSentenceReaderFailureModes:
             "evidence"
         ]
         assert answerable["support"] > unanswerable["support"]
+
+
+# --------------------------------------------------------------------------- other languages
+
+LANGUAGES = Path(__file__).resolve().parents[3] / "fixtures" / "languages"
+
+
+def _corpus(language: str) -> list[str]:
+    """The language corpus's documents (tests/fixtures/languages/<language>), in file-name order."""
+    return [path.read_text(encoding="utf-8") for path in sorted((LANGUAGES / language).glob("*.md"))]
+
+
+@pytest.mark.unit
+class TestSentenceReaderLanguageRules:
+    def test_lexical_only_languages_parameter(self):
+        assert SentenceReader().to_dict()["init_parameters"]["lexical_only_languages"] is None
+        reader = SentenceReader.from_dict(SentenceReader(lexical_only_languages=["zh"]).to_dict())
+        assert reader.lexical_only_languages == ["zh"]
+        for bad in ("zh", [""], [1]):
+            with pytest.raises(ValueError, match="lexical_only_languages"):
+                SentenceReader(lexical_only_languages=bad)
+
+    def test_chinese_similarity_is_replaced_by_lexical_evidence(self):
+        # The vectors say the unrelated sentence is the answer; for Chinese only the words count.
+        sentences = [
+            _sentence("公司邮箱密码长度不得少于十二个字符。", [0.0, 1.0, 0.0], "zh-it:0", 0, 0),
+            _sentence("员工食堂在三楼,午餐时间为十一点半到一点半。", [1.0, 0.0, 0.0], "zh-office:0", 1, 0),
+        ]
+        query = "邮箱密码长度不得少于多少个字符？"
+        answer, evidence = SentenceReader().read(query, [1.0, 0.0, 0.0], sentences)
+        assert answer.startswith("公司邮箱密码长度") and evidence["answered"]
+        assert evidence["similarity"] == evidence["lexical"] > 0.5
+        # Configured to trust the embedding model for Chinese, the reader follows the vectors.
+        answer, _ = SentenceReader(lexical_only_languages=[]).read(query, [1.0, 0.0, 0.0], sentences)
+        assert answer.startswith("员工食堂")
+
+    def test_exact_terms_in_other_languages(self):
+        # Russian names are exact terms like English ones; German capitalises every noun, so none is a name.
+        assert exact_terms("Где находится офис компании Яндекс в Москве?") == ["Яндекс", "Москве"]
+        assert exact_terms("Wie hoch ist das Hotelbudget in München?") == []
+        assert exact_terms("Gilt für Dienstreisen mit dem Auto 0,30 Euro pro Kilometer?") == ["0,30"]
+        # Text of ASCII letters only is read by the English rules (docs/contract.md, "Languages").
+        assert exact_terms("Wie viel wird pro Kilometer erstattet?") == ["Kilometer"]
+        assert exact_terms("Who owns the Atlas service in Frankfurt?") == ["Atlas", "Frankfurt"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+class TestSentenceReaderLanguages:
+    CASES = {
+        "ru": [
+            ("Сколько дней оплачиваемого отпуска получает сотрудник в год?", "28 календарных дней", "doc-0:0"),
+            ("По какому телефону сообщить о потере ноутбука?", "8-800-555-35-35", "doc-1:0"),
+            ("Где находится парковка для сотрудников?", "улице Баумана, 12", "doc-2:0"),
+        ],
+        "de": [
+            ("Wie lange ist die Kündigungsfrist?", "drei Monate zum Quartalsende", "doc-1:0"),
+            ("Bis wann muss Resturlaub genommen werden?", "bis zum 31. März des Folgejahres", "doc-1:0"),
+            ("Wie hoch ist das Hotelbudget in München?", "150 Euro", "doc-2:0"),
+        ],
+        "zh": [
+            ("正式员工每年有多少天带薪年假？", "十五天带薪年假", "doc-2:0"),
+            ("笔记本电脑丢失后应该拨打哪个热线？", "400-820-1234", "doc-0:0"),
+            ("员工食堂在几楼？", "员工食堂在三楼", "doc-1:0"),
+        ],
+    }
+    UNANSWERABLE = {
+        "ru": "Когда выплачивается годовая премия?",
+        "de": "Wie hoch ist das Weihnachtsgeld?",
+        "zh": "公司的年终奖什么时候发放？",
+    }
+
+    @pytest.mark.parametrize("language", sorted(CASES))
+    def test_answers_in_the_documents_language_with_span_and_citation(self, reading_step, language):
+        for query, span, source_id in self.CASES[language]:
+            out = _read(reading_step, query, *_corpus(language))
+            assert out["evidence"]["answered"], (query, out)
+            assert span in out["answer"] and f"[SourceId: {source_id}]" in out["answer"], (query, out["answer"])
+
+    @pytest.mark.parametrize("language", sorted(CASES))
+    def test_answerable_ranks_above_unanswerable(self, reading_step, language):
+        declined = _read(reading_step, self.UNANSWERABLE[language], *_corpus(language))
+        assert declined["answer"] == INSUFFICIENT_INFORMATION_ANSWER
+        for query, _, _ in self.CASES[language]:
+            answered = _read(reading_step, query, *_corpus(language))
+            assert answered["evidence"]["support"] > declined["evidence"]["support"], query
+
+    def test_mixed_language_context(self, reading_step):
+        chunks = [*_corpus("ru"), *_corpus("de"), *_corpus("zh")]
+        out = _read(reading_step, "When is the Kazan office open?", *chunks)
+        assert "8:30 to 19:00" in out["answer"] and "[SourceId: doc-2:0]" in out["answer"]
+        out = _read(reading_step, "员工食堂在几楼？", *chunks)
+        assert "三楼" in out["answer"]

@@ -109,3 +109,32 @@ class TestHybridConfidenceScorer:
         for bad in ({"support": 1.5}, {"support": "high"}, {"answered": True}):
             with pytest.raises(ValueError, match="evidence.support"):
                 scorer.run(answer="x", documents=_docs(0.6), context=CONTEXT, evidence=bad)
+
+
+@pytest.mark.unit
+class TestCoverageInOtherLanguages:
+    CASES = {
+        "ru": (
+            "Каждый сотрудник получает 28 календарных дней оплачиваемого отпуска в году. Неиспользованные дни можно "
+            "перенести на следующий год, но не более 7 дней.",
+            "Каждый сотрудник получает 28 календарных дней оплачиваемого отпуска в году. [SourceId: ru-hr:0]",
+            "Столовая работает с 12:00 до 15:00, обед стоит 400 рублей. [SourceId: ru-hr:0]",
+        ),
+        "de": (
+            "Die Kündigungsfrist beträgt für beide Seiten drei Monate zum Quartalsende. Während der Probezeit gilt "
+            "eine verkürzte Frist von zwei Wochen.",
+            "Die Kündigungsfrist beträgt für beide Seiten drei Monate zum Quartalsende. [SourceId: de-hb:0]",
+            "Das Weihnachtsgeld wird im November mit dem Gehalt ausgezahlt. [SourceId: de-hb:0]",
+        ),
+        "zh": (
+            "正式员工每年享有十五天带薪年假。未使用的年假最多可以顺延五天到下一年。",
+            "正式员工每年享有十五天带薪年假。 [SourceId: zh-hb:0]",
+            "公司年终奖在每年一月随工资发放。 [SourceId: zh-hb:0]",
+        ),
+    }
+
+    @pytest.mark.parametrize("language", sorted(CASES))
+    def test_correct_answer_high_unrelated_low(self, language):
+        context, correct, unrelated = self.CASES[language]
+        assert coverage_score(correct, context) >= 0.9
+        assert coverage_score(unrelated, context) <= 0.25

@@ -211,6 +211,7 @@ class TestQdrantEdgeDocumentStore:
                 "meta.project_id",
                 "meta.verified",
                 "meta.tainted",
+                "meta.language",
                 "_store.access",
             }
         finally:
