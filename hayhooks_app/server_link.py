@@ -51,7 +51,7 @@ ADMIN_HEADER = "X-Sourcebound-Admin"
 # Commands that change the index run under the server's index write lock, like its HTTP routes.
 MUTATING_COMMANDS = frozenset({"index", "invalidate", "taint", "verify", "delete"})
 # Parsed arguments holding file paths: resolved against the caller's working directory, not the server's.
-PATH_ARGUMENTS = ("paths", "path", "file", "keys_file", "directory", "to_qdrant")
+PATH_ARGUMENTS = ("paths", "path", "file", "keys_file", "directory", "to_qdrant", "records_to")
 
 _serving: contextvars.ContextVar[Any] = contextvars.ContextVar("sourcebound_serving_container", default=None)
 # sys.stdout/sys.stderr are process-wide: one forwarded command prints at a time.

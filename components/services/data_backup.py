@@ -263,6 +263,28 @@ def create_backup(
     return manifest
 
 
+def copy_state(data_dir: str | os.PathLike, target: str | os.PathLike, shard: str | os.PathLike) -> list[str]:
+    """
+    Copy everything of a data directory but its shard folder (SQLite files through the backup API) into
+    ``target``, which must be absent or empty: the records, keys and tag owners a server started on ``target``
+    needs when its vectors live elsewhere (a Qdrant server).
+
+    :returns: The copied paths, relative to the data directory.
+    :raises BackupError: If ``target`` is not empty.
+    """
+    data_dir, target, shard = Path(data_dir).resolve(), Path(target).absolute(), Path(shard).resolve()
+    if target.exists() and any(target.iterdir()):
+        raise BackupError(f"{target} is not empty; copy the records into a new or empty directory.")
+    target.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for path in _files(data_dir, exclude=shard):
+        relative = path.relative_to(data_dir)
+        (_backup_sqlite if path.suffix == ".sqlite" else _copy_file)(path, target / relative)
+        copied.append(relative.as_posix())
+    _sync_tree(target)
+    return copied
+
+
 def store_opener(definition: dict[str, Any]) -> Callable[[Path], Any]:
     """
     A function opening a shard folder with the settings of a store definition (``{"type", "init_parameters"}``,
