@@ -109,6 +109,30 @@ def _data_ranges(fd: int, size: int) -> Iterator[tuple[int, int]]:
         position = end
 
 
+def _copy_range(reader: Any, writer: Any, start: int, end: int) -> None:
+    """Copy ``[start, end)`` in the kernel where it can (one call, no copy through Python), else in blocks."""
+    position = start
+    if hasattr(os, "copy_file_range"):
+        try:
+            while position < end:
+                copied = os.copy_file_range(reader.fileno(), writer.fileno(), end - position, position, position)
+                if copied == 0:
+                    return
+                position += copied
+            return
+        except OSError as error:
+            if error.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+    reader.seek(position)
+    writer.seek(position)
+    while position < end:
+        block = reader.read(min(_CHUNK, end - position))
+        if not block:
+            return
+        writer.write(block)
+        position += len(block)
+
+
 def _copy_file(source: Path, target: Path) -> None:
     """Copy a file's bytes, keeping its holes (a preallocated 32 MB page with 100 KB in it copies 100 KB)."""
     # Not synced here: the copy is made while writers wait; ``_sync_tree`` syncs the whole backup afterwards.
@@ -116,15 +140,7 @@ def _copy_file(source: Path, target: Path) -> None:
     with open(source, "rb") as reader, open(target, "wb") as writer:
         size = os.fstat(reader.fileno()).st_size
         for start, end in _data_ranges(reader.fileno(), size):
-            reader.seek(start)
-            writer.seek(start)
-            remaining = end - start
-            while remaining > 0:
-                block = reader.read(min(_CHUNK, remaining))
-                if not block:
-                    break
-                writer.write(block)
-                remaining -= len(block)
+            _copy_range(reader, writer, start, end)
         writer.truncate(size)
     os.chmod(target, source.stat().st_mode & 0o777)
 

@@ -19,17 +19,15 @@ report = migrate_store(edge_store, target, batch_size=256)
 ```
 """
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from haystack import Document
-from haystack.dataclasses import SparseEmbedding
 
 from components.core.errors import SourceboundError
-from components.document_stores.qdrant_edge.converters import SPARSE_VECTOR_NAME, record_to_document
+from components.document_stores.qdrant_edge.converters import DENSE_VECTOR_NAME, SPARSE_VECTOR_NAME, STORE_PAYLOAD_KEY
 
 
 class MigrationError(SourceboundError):
@@ -66,22 +64,46 @@ def target_store(definition: dict[str, Any], location: str, collection: str | No
 
 def profile_point(document: Document) -> Any:
     """
-    The point the profile's writer stores for ``document`` (embedding and ``sparse_embedding`` set): its id,
-    named vectors and payload, from qdrant-haystack's converter.
+    The point the profile's writer stores for ``document`` (embedding and ``sparse_embedding`` set), as
+    qdrant-haystack's converter builds it: ``convert_id`` of the Haystack id, the document's ``to_dict`` without
+    its vectors as payload, the vectors under the converter's names.
     """
-    from haystack_integrations.document_stores.qdrant.converters import convert_haystack_documents_to_qdrant_points
-
-    return convert_haystack_documents_to_qdrant_points([document], use_sparse_embeddings=True)[0]
+    return _point(document.id, document.to_dict(flatten=False), document.embedding, document.sparse_embedding)
 
 
-def _document(record: Any) -> Document:
-    document = record_to_document(record)
+def _point(haystack_id: str, document_dict: dict[str, Any], dense: Any, sparse: Any) -> Any:
+    from haystack_integrations.document_stores.qdrant.converters import (
+        DENSE_VECTORS_NAME,
+        SPARSE_VECTORS_NAME,
+        convert_id,
+    )
+    from qdrant_client.http import models
+
+    payload = {key: value for key, value in document_dict.items() if key not in ("embedding", "sparse_embedding")}
+    vectors: dict[str, Any] = {}
+    if dense is not None:
+        vectors[DENSE_VECTORS_NAME] = list(dense)
+    if sparse is not None:
+        vectors[SPARSE_VECTORS_NAME] = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+    return models.PointStruct(id=convert_id(haystack_id), vector=vectors, payload=payload)
+
+
+def _record_point(record: Any) -> Any:
+    """``profile_point`` of a stored record, without building a ``Document`` (whose ``to_dict`` copies deeply)."""
+    payload = record.payload or {}
     vectors = record.vector if isinstance(record.vector, dict) else {}
-    sparse = vectors.get(SPARSE_VECTOR_NAME)
-    if sparse is not None and document.sparse_embedding is None:
-        sparse_embedding = SparseEmbedding(indices=list(sparse.indices), values=list(sparse.values))
-        document = dataclasses.replace(document, sparse_embedding=sparse_embedding)
-    return document
+    dense = vectors.get(DENSE_VECTOR_NAME)
+    norm = (payload.get(STORE_PAYLOAD_KEY) or {}).get("embedding_norm")
+    if dense is not None and norm and abs(norm - 1.0) > 1e-6:
+        dense = [value * norm for value in dense]  # the engine keeps cosine vectors normalised
+    document_dict = {
+        "id": payload.get("id", ""),
+        "content": payload.get("content"),
+        "blob": None,
+        "meta": payload.get("meta") or {},
+        "score": None,
+    }
+    return _point(document_dict["id"], document_dict, dense, vectors.get(SPARSE_VECTOR_NAME))
 
 
 def _tenant_filter(tenant: str) -> Any:
@@ -116,7 +138,7 @@ def migrate_store(
     client, collection = target._client, target.index
     done = copied = 0
     for records, _offset in source.scroll_points(batch_size=batch_size):
-        points = [profile_point(_document(record)) for record in records]
+        points = [_record_point(record) for record in records]
         present = {_hex(point.id) for point in client.retrieve(collection, [point.id for point in points])}
         missing = [point for point in points if _hex(point.id) not in present]
         if missing:
