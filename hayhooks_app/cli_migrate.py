@@ -12,6 +12,7 @@ of the server profile's indexing pipeline (``pipelines/profiles/server/indexing.
 
 import argparse
 import sys
+from pathlib import Path
 
 from hayhooks_app.cli import EXIT_FAILED, EXIT_OK, _common_options, _error, _print, _run_guarded, store_definition
 
@@ -28,6 +29,9 @@ def _migrate(args: argparse.Namespace) -> int:
         from hayhooks_app.config import Settings
         from hayhooks_app.server_link import serving_container
 
+        if args.records_to and Path(args.records_to).is_dir() and any(Path(args.records_to).iterdir()):
+            _error(f"{args.records_to} is not empty; copy the records into a new or empty directory.")
+            return EXIT_FAILED
         container = serving_container()
         settings = container.settings if container is not None else Settings.from_env()
         source = open_store(settings.indexing_pipeline if container is not None else args.pipeline)

@@ -155,3 +155,37 @@ class TestMigrateStore:
             assert sum(overlaps) / len(overlaps) >= 0.6
         finally:
             target.close()
+
+
+class TestMigrateCommand:
+    def test_cli_copies_points_and_records_and_resumes(self, corpus, tmp_path, monkeypatch, capsys):
+        import sqlite3
+
+        from hayhooks_app.cli import main
+
+        data_dir = tmp_path / "data"
+        store = QdrantEdgeDocumentStore(path=str(data_dir / "qdrant"), embedding_dim=384)
+        store.write_documents(corpus)
+        store.close()
+        records = sqlite3.connect(data_dir / "records.sqlite")
+        records.execute("CREATE TABLE query_log (query_text TEXT)")
+        records.execute("INSERT INTO query_log VALUES ('how many vacation days')")
+        records.commit()
+        records.close()
+        (data_dir / "api_keys.json").write_text('{"keys": []}')
+        monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(data_dir))  # restored after the test (the CLI sets it)
+        argv = ["migrate", "--to-qdrant", str(tmp_path / "qdrant"), "--data-dir", str(data_dir), "--no-progress"]
+
+        assert main([*argv, "--records-to", str(tmp_path / "server-data")]) == 0
+        first = capsys.readouterr().out
+        assert f"migrated {len(corpus)} chunks into collection 'sourcebound'" in first
+        assert "counts verified for 2 tenant(s)" in first
+        copied = sqlite3.connect(tmp_path / "server-data" / "records.sqlite").execute("SELECT * FROM query_log")
+        assert copied.fetchall() == [("how many vacation days",)]
+        assert (tmp_path / "server-data" / "api_keys.json").read_text() == '{"keys": []}'
+        assert not (tmp_path / "server-data" / "qdrant").exists()
+
+        assert main(argv) == 0
+        assert f"0 copied, {len(corpus)} already there" in capsys.readouterr().out
+        assert main([*argv, "--records-to", str(tmp_path / "server-data")]) == 1
+        assert "is not empty" in capsys.readouterr().err
