@@ -159,10 +159,13 @@ def forward_to_server(args: argparse.Namespace, argv: list[str]) -> int | None:
         )
     except httpx.TransportError:
         return None  # a server file whose server does not answer: the offline path (and its shard lock) decides
-    if response.status_code != 200:
-        print(f"error: the server at {info['url']} refused the command: {response.text[:500]}", file=sys.stderr)
-        return 1
-    body = response.json()
+    try:
+        body = response.json() if response.status_code == 200 else None
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or not {"code", "stdout", "stderr"} <= set(body):
+        # Not the server that wrote the file (its port reused, or a stale file): the offline path decides.
+        return None
     sys.stdout.write(body["stdout"])
     sys.stderr.write(body["stderr"])
     return int(body["code"])

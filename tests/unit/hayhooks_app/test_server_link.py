@@ -55,3 +55,18 @@ class TestForwarding:
         info = {"url": f"http://127.0.0.1:{free_port()}", "pid": os.getpid(), "token": "t"}
         (tmp_path / "server.json").write_text(json.dumps(info))
         assert forward_to_server(argparse.Namespace(data_dir=str(tmp_path)), ["stats"]) is None
+
+    def test_a_port_reused_by_another_server_runs_offline(self, tmp_path):
+        # Another HTTP server on the file's port answers 404/403 to the route: not ours, so run offline.
+        import http.server
+        import threading
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            info = {"url": f"http://127.0.0.1:{server.server_port}", "pid": os.getpid(), "token": "t"}
+            (tmp_path / "server.json").write_text(json.dumps(info))
+            assert forward_to_server(argparse.Namespace(data_dir=str(tmp_path)), ["stats"]) is None
+        finally:
+            server.shutdown()
