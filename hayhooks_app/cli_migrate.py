@@ -51,7 +51,9 @@ def _migrate(args: argparse.Namespace) -> int:
         hold = container.write_lock if container is not None else contextlib.nullcontext()
         try:
             with hold, source.writes_paused() as shard:
-                report = migrate_store(source, target, batch_size=args.batch_size, progress=progress)
+                report = migrate_store(
+                    source, target, batch_size=args.batch_size, progress=progress, overwrite=args.overwrite
+                )
                 if args.records_to:
                     report["records"] = copy_state(settings.data_dir, args.records_to, shard)
         except (MigrationError, BackupError) as error:
@@ -96,6 +98,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="also copy the records, keys and tag owners (every file but the shard) into this new data directory",
     )
     parser.add_argument("--batch-size", type=int, default=256, help="points per upsert (default: 256)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="upsert every point, also those a previous run copied (default: skip them, i.e. resume)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_migrate)
     return parser

@@ -120,6 +120,7 @@ def migrate_store(
     *,
     batch_size: int = 256,
     progress: Callable[[int, int], None] | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """
     Copy every point of ``source`` (a ``QdrantEdgeDocumentStore``) into ``target`` (the profile's store).
@@ -128,6 +129,8 @@ def migrate_store(
     :param target: A ``QdrantDocumentStore`` from ``target_store``.
     :param batch_size: Points per upsert.
     :param progress: Called with ``(points done, total)`` after each batch.
+    :param overwrite: Upsert every point, also those already in the collection (a chunk re-indexed since an
+        earlier run then gets its new version); by default those are skipped, so a re-run resumes quickly.
     :returns: ``{"points", "copied", "skipped", "seconds", "chunks_per_s", "tenants": {t: {"chunks", ...}}}``.
     :raises MigrationError: If the target's per-tenant chunk counts differ from the source's at the end.
     """
@@ -139,7 +142,9 @@ def migrate_store(
     done = copied = 0
     for records, _offset in source.scroll_points(batch_size=batch_size):
         points = [_record_point(record) for record in records]
-        present = {_hex(point.id) for point in client.retrieve(collection, [point.id for point in points])}
+        present = set()
+        if not overwrite:
+            present = {_hex(point.id) for point in client.retrieve(collection, [point.id for point in points])}
         missing = [point for point in points if _hex(point.id) not in present]
         if missing:
             client.upsert(collection_name=collection, points=missing, wait=True)

@@ -199,6 +199,7 @@ class TestCreateBackup:
             create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING)
         assert list((tmp_path / "backup").iterdir()) == []
 
+    @pytest.mark.slow
     def test_full_disk_fails_the_backup_and_leaves_the_data_directory_as_it_was(self, data_dir, tmp_path):
         path, store = data_dir
         (path / "mirrors" / "pack.bin").write_bytes(os.urandom(12 << 20))
@@ -277,6 +278,7 @@ class TestRestoreRefusals:
         assert result["replaced"] and not (target / "keep.txt").exists() and (target / "records.sqlite").exists()
         assert not [entry for entry in tmp_path.iterdir() if ".before-restore-" in entry.name]
 
+    @pytest.mark.slow
     def test_refuses_while_another_process_holds_the_target(self, backup, tmp_path):
         target = tmp_path / "served"
         holder = subprocess.Popen(
@@ -299,6 +301,7 @@ class TestRestoreRefusals:
             holder.kill()
             holder.wait()
 
+    @pytest.mark.slow
     def test_a_backup_killed_half_way_is_never_accepted(self, data_dir, tmp_path):
         path, store = data_dir
         store.close()  # the backup process opens the shard itself

@@ -100,6 +100,8 @@ class TestMigrateStore:
             assert report["tenants"] == {"acme": per_tenant, "globex": per_tenant}
             again = migrate_store(source, target, batch_size=10)
             assert again["copied"] == 0 and target.count_documents() == total
+            forced = migrate_store(source, target, batch_size=10, overwrite=True)
+            assert forced["copied"] == total and target.count_documents() == total
         finally:
             target.close()
 
