@@ -11,8 +11,9 @@ A serving process holds the data directory's shard, so a second process cannot o
 - with no server (no file, a dead pid, or a server that does not answer) the command runs offline as before.
 
 Only the credential opens the route (compared in constant time): API keys, whatever their permissions, never
-do, and without it the route answers 403. Reading the credential needs the data directory owner's file rights,
-the same rights that running the CLI offline on that directory needs. The route is not in the OpenAPI schema.
+do, and without it the route answers 403 (docs/contract.md, "Identity and delegation"). Reading the credential
+needs the data directory owner's file rights, the same rights that running the CLI offline on that directory
+needs. The route is not in the OpenAPI schema.
 
 Usage (what ``hayhooks_app.cli.main`` does):
 

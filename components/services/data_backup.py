@@ -492,9 +492,9 @@ def restore_backup(
     manifest = verify_backup(backup)
     check_compatible(manifest, embedding)
     store_path = str((manifest.get("store") or {}).get("path") or "qdrant")
-    existing = data_dir.exists() and any(data_dir.iterdir())
     if data_dir.exists() and not data_dir.is_dir():
         raise BackupError(f"{data_dir} is a file; restore into a directory.")
+    existing = data_dir.exists() and any(data_dir.iterdir())
     if existing:
         holder = data_dir_holder(data_dir, store_path)
         if holder is not None:
