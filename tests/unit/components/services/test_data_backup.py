@@ -332,3 +332,37 @@ class TestRestoreRefusals:
         with pytest.raises(BackupError, match=f"no {MANIFEST_NAME}"):
             restore_backup(partial[0], tmp_path / "restored", embedding=EMBEDDING)
         assert not (tmp_path / "restored").exists()
+
+
+class TestCommands:
+    def test_backup_and_restore_commands_offline(self, tmp_path, monkeypatch, capsys):
+        from hayhooks_app.cli import main
+
+        data_dir = tmp_path / "data"
+        store = QdrantEdgeDocumentStore(path=str(data_dir / "qdrant"), embedding_dim=384)
+        rng = np.random.default_rng(3)
+        store.write_documents(
+            [
+                Document(id=f"doc{i}:0", content=f"chunk {i}", embedding=rng.random(384).tolist(),
+                         meta={"tenant_id": "acme", "tags": ["hr"], "document_id": f"doc{i}"})
+                for i in range(12)
+            ]
+        )  # fmt: skip
+        store.close()
+        monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(data_dir))  # restored after the test (the CLI sets it)
+
+        assert main(["backup", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 0
+        out = capsys.readouterr().out
+        assert f"backup written to {tmp_path / 'b'}: 12 chunks in 12 documents of 1 tenant(s)" in out
+        manifest = json.loads((tmp_path / "b" / MANIFEST_NAME).read_text())
+        assert manifest["embedding"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert manifest["embedding"]["dimension"] == 384 and manifest["sparse"]["model"].startswith("bm25")
+
+        assert main(["backup", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 1
+        assert "already exists" in capsys.readouterr().err
+        assert main(["restore", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 1
+        assert "not empty" in capsys.readouterr().err
+        assert main(["restore", str(tmp_path / "b"), "--data-dir", str(tmp_path / "new")]) == 0
+        assert "12 chunks in 12 documents of 1 tenant(s), " in capsys.readouterr().out
+        assert main(["stats", "--data-dir", str(tmp_path / "new")]) == 0
+        assert "acme: 12 documents, 12 chunks" in capsys.readouterr().out
