@@ -47,6 +47,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+from hayhooks_app.cli import build_parser
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.conversations import conversation_routes
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
@@ -56,6 +57,7 @@ from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
+from hayhooks_app.server_link import LocalAdmin, admin_router
 from hayhooks_app.service import ServiceContainer, configure
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 from hayhooks_app.webhooks import install_sources, queue_status
@@ -132,7 +134,7 @@ async def _prune_periodically(container: ServiceContainer) -> None:
             logger.exception("Pruning the records failed.")
 
 
-def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app) -> None:
+def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: LocalAdmin) -> None:
     hayhooks_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
@@ -148,9 +150,11 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app) -> None
             await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
+            admin.publish()  # the CLI now finds this server (hayhooks_app.server_link)
             try:
                 yield
             finally:
+                admin.withdraw()
                 pruning.cancel()
                 if events is not None:
                     await run_in_threadpool(events.stop)
@@ -336,6 +340,8 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(_routes(container))
     app.include_router(conversation_routes(container))
     app.include_router(glossary_routes(container))
+    admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
+    app.include_router(admin_router(container, admin, build_parser))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
     # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).
@@ -346,7 +352,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
     instrument_app(app, enabled=tracing_on)
-    _extend_lifespan(app, container, mcp_app)
+    _extend_lifespan(app, container, mcp_app, admin)
     install_sources(app, container)  # webhooks, sync jobs and the reconcile interval (hayhooks_app.webhooks)
     app.state.sourcebound = container
     return app

@@ -8,7 +8,13 @@ sourcebound taint --tenant acme doc-1a2b3c          # --undo clears the flag; `v
 sourcebound delete --tenant acme                     # everything of the tenant (records, tag owners, keys too)
 sourcebound delete --user u-alice [--tenant acme]    # a user's private documents, log rows and user keys
 sourcebound stats [--tenant acme] [--json]
+sourcebound backup /backups/2026-11-24               # see docs/operations.md, "Backup and restore"
+sourcebound restore /backups/2026-11-24 [--replace]
+sourcebound migrate --to-qdrant http://qdrant:6333   # into the server profile's collection
 ```
+
+Beside a running server every command (except ``restore``) runs in that server, found through
+``DATA_DIR/server.json`` (``hayhooks_app.server_link``), and prints the same output.
 
 Every command takes ``--data-dir`` (default ``SOURCEBOUND_DATA_DIR`` or ``./data``)
 and ``--pipeline`` (default ``indexing``, i.e. ``pipelines/indexing.yml``; the
@@ -54,6 +60,10 @@ def _common_options() -> argparse.ArgumentParser:
 
 
 def _environment(args: argparse.Namespace) -> None:
+    from hayhooks_app.server_link import serving_container
+
+    if serving_container() is not None:
+        return  # a command forwarded to the server: its settings and logging stay the server's
     # Model loading draws its own progress bars; the CLI shows one bar, over files.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if getattr(args, "data_dir", None):
@@ -72,25 +82,42 @@ def _error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
-def open_store(pipeline: str = "indexing") -> Any:
+def store_definition(pipeline: str = "indexing") -> dict[str, Any]:
     """
-    The document store the indexing pipeline writes to, built from its YAML without loading any model.
+    The ``{"type", "init_parameters"}`` of the store the indexing pipeline writes to, from its YAML.
 
-    :raises ValueError: If the YAML has no ``LifecycleDocumentWriter`` with a ``document_store``.
+    :raises ValueError: If the YAML has no ``LifecycleDocumentWriter`` with a ``document_store``, or the store type
+        is outside the allowed modules.
     """
-    from haystack.utils.type_serialization import thread_safe_import
-
     from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
 
     for definition in load_pipeline_dict(pipeline)["components"].values():
         store = definition.get("init_parameters", {}).get("document_store")
         if definition.get("type", "").endswith("LifecycleDocumentWriter") and store:
-            module_name, _, class_name = store["type"].rpartition(".")
+            module_name = store["type"].rpartition(".")[0]
             if not any(module_name == allowed or module_name.startswith(allowed + ".") for allowed in ALLOWED_MODULES):
                 raise ValueError(f"The store type {store['type']} is outside the allowed modules {ALLOWED_MODULES}.")
-            store_class = getattr(thread_safe_import(module_name), class_name)
-            return store_class.from_dict(store)
+            return store
     raise ValueError(f"Pipeline {pipeline} has no LifecycleDocumentWriter with a document_store.")
+
+
+def open_store(pipeline: str = "indexing") -> Any:
+    """
+    The document store the indexing pipeline writes to, built from its YAML without loading any model; inside a
+    running server (a command sent to it, see ``hayhooks_app.server_link``) the server's own store.
+
+    :raises ValueError: As ``store_definition``.
+    """
+    from haystack.utils.type_serialization import thread_safe_import
+
+    from hayhooks_app.server_link import serving_container
+
+    container = serving_container()
+    if container is not None:
+        return container.store
+    store = store_definition(pipeline)
+    module_name, _, class_name = store["type"].rpartition(".")
+    return getattr(thread_safe_import(module_name), class_name).from_dict(store)
 
 
 def _run_guarded(args: argparse.Namespace, action) -> int:
@@ -125,15 +152,20 @@ def _run_guarded(args: argparse.Namespace, action) -> int:
 def _index(args: argparse.Namespace) -> int:
     def action() -> int:
         from components.services.indexing_service import IndexingService
+        from hayhooks_app.server_link import serving_container
 
-        if os.environ.get("SOURCEBOUND_TORCH_THREADS"):
-            from components.core.runtime import set_torch_threads
+        container = serving_container()
+        if container is not None:
+            service = container.indexing  # in the server: its loaded pipeline and store
+        else:
+            if os.environ.get("SOURCEBOUND_TORCH_THREADS"):
+                from components.core.runtime import set_torch_threads
 
-            set_torch_threads()
-        from transformers.utils import logging as transformers_logging
+                set_torch_threads()
+            from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()
-        service = IndexingService.from_yaml(args.pipeline)
+            transformers_logging.disable_progress_bar()
+            service = IndexingService.from_yaml(args.pipeline)
         files, skipped = service.collect_files(args.paths)
         if skipped and not args.json:
             print(f"skipping {len(skipped)} file(s) of unsupported types inside folders", file=sys.stderr)
@@ -376,8 +408,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``sourcebound`` console script."""
+    """
+    Entry point of the ``sourcebound`` console script. When a server holds the data directory the command runs
+    in it (``hayhooks_app.server_link``), else here; a command that sets ``local_only`` always runs here.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    if not getattr(args, "local_only", False):
+        from hayhooks_app.server_link import forward_to_server
+
+        code = forward_to_server(args, argv)
+        if code is not None:
+            return code
     return args.func(args)
 
 

@@ -36,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from components.core.document_identity import IndexingValidationError
 from components.core.errors import (
     ContextError,
+    InsufficientStorageError,
     LifecycleError,
     LLMConnectionError,
     LLMTimeoutError,
@@ -56,6 +57,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
     (LLMConnectionError, 503, "llm_unavailable"),
     (IndexingValidationError, 422, "validation_error"),
     (LifecycleError, 422, "validation_error"),
+    (InsufficientStorageError, 507, "insufficient_storage"),
     (ContextError, 503, "context_unavailable"),
     (RAGServiceError, 503, "service_unavailable"),
 )

@@ -26,6 +26,10 @@ class SourceboundError(Exception):
     """Base of every error sourcebound raises on purpose."""
 
 
+class InsufficientStorageError(SourceboundError):
+    """A store's disk lacks the space a write needs; nothing was written (HTTP 507)."""
+
+
 class LifecycleError(SourceboundError, ValueError):
     """A lifecycle request is invalid (no tenant, no or malformed document ids, nothing to set)."""
 

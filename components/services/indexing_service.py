@@ -55,7 +55,7 @@ from components.core.document_identity import (
     source_type_for_path,
     supported_types_text,
 )
-from components.core.errors import SourceboundError
+from components.core.errors import InsufficientStorageError, SourceboundError
 from components.routers.source_router import SourceRouter, route_for
 from components.services.pipeline_loader import load_pipeline
 from components.validators.document_identifier import DocumentIdentifier
@@ -490,9 +490,10 @@ class IndexingService:
                 output = self.pipeline.run(data)
             except PipelineRuntimeError as error:
                 cause = error.__cause__
-                while cause is not None and not isinstance(cause, IndexingValidationError):
+                passed_on = (IndexingValidationError, InsufficientStorageError)
+                while cause is not None and not isinstance(cause, passed_on):
                     cause = cause.__cause__
-                if isinstance(cause, IndexingValidationError):
+                if isinstance(cause, passed_on):
                     raise cause from None
                 raise IndexingError(
                     f"Indexing failed in pipeline component {error.component_name!r}: {error.__cause__ or error}. "

@@ -37,6 +37,7 @@ from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from components.caching.document_change_detector import plan_entry
 from components.core.document_identity import tenant_document_filter
+from components.core.errors import InsufficientStorageError
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,12 @@ class LifecycleDocumentWriter:
         if plan is None:
             plan = [plan_entry(chunks[0].meta, "pending") for chunks in chunks_by_document.values()]
 
+        # A full disk fails the whole request before anything is written (docs/operations.md, "Disk space").
+        ensure_free_space = getattr(self.document_store, "ensure_free_space", None)
+        if callable(ensure_free_space):
+            pending = {(entry["tenant_id"], entry["document_id"]) for entry in plan if entry["status"] == "pending"}
+            ensure_free_space([chunk for key in pending for chunk in chunks_by_document.get(key, [])])
+
         results = []
         chunks_written = 0
         for entry in plan:
@@ -105,6 +112,8 @@ class LifecycleDocumentWriter:
                 continue
             try:
                 written = self._replace(entry["tenant_id"], entry["document_id"], chunks)
+            except InsufficientStorageError:
+                raise  # every later document would fail alike: the request fails
             except Exception as error:  # one document's failure must not stop the others
                 logger.warning("LifecycleDocumentWriter: document %s was not written: %s", entry["document_id"], error)
                 entry.update(status="error", error=f"{type(error).__name__}: {error}")

@@ -63,8 +63,11 @@ store.filter_documents({"field": "meta.tenant_id", "operator": "==", "value": "a
 
 import logging
 import math
+import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -113,6 +116,7 @@ from components.document_stores.qdrant_edge.errors import (
     DuplicateDocumentError,
     EmbeddingDimensionError,
     FilterError,
+    InsufficientStorageError,
     StoreConfigError,
     TenantConflictError,
 )
@@ -153,6 +157,8 @@ HYBRID_SOURCES = ("vector", "keyword")
 TIE_MARGIN = 5
 _MATCH_ALL = Filter()
 _SPARSE_INDEX_LIMIT = 2**32
+# Bytes a point takes beyond its vector and text (payload keys, indexes, log entry), for the free-space check.
+_POINT_OVERHEAD = 2048
 
 
 class _PreparedPoint(NamedTuple):
@@ -192,6 +198,7 @@ class QdrantEdgeDocumentStore:
         on_disk: bool = False,
         bm25_config: dict[str, Any] | None = None,
         max_search_threads: int | None = None,
+        min_free_disk_mb: int = 64,
     ) -> None:
         """
         Open (or create) the shard at ``path``, sharing it with other store objects on the same path.
@@ -205,6 +212,8 @@ class QdrantEdgeDocumentStore:
             ``build_bm25``. Queries must use the same options, so the Qdrant-server profile's BM25 embedders
             take the same dict.
         :param max_search_threads: Threads of the engine's search pool; ``None`` derives it from the CPU count.
+        :param min_free_disk_mb: Disk space every write leaves free; a write that would leave less is refused with
+            ``InsufficientStorageError`` (the engine cannot fail a write into a full disk cleanly).
         :raises StoreConfigError: If a parameter is invalid, or the shard on disk / already open in this process
             has another ``embedding_dim``, ``similarity`` or ``bm25_config``.
         :raises ShardLockedError: If another process holds the shard.
@@ -225,6 +234,9 @@ class QdrantEdgeDocumentStore:
         self.on_disk = bool(on_disk)
         self.bm25_config = bm25_config
         self.max_search_threads = max_search_threads
+        if not isinstance(min_free_disk_mb, int) or isinstance(min_free_disk_mb, bool) or min_free_disk_mb < 0:
+            raise StoreConfigError(f"min_free_disk_mb must be a non-negative integer, got {min_free_disk_mb!r}.")
+        self.min_free_disk_mb = min_free_disk_mb
 
         self._bm25 = build_bm25(bm25_config)
         self._open_lock = threading.Lock()
@@ -340,6 +352,70 @@ class QdrantEdgeDocumentStore:
         with shared.lock.read():
             shared.flush()
 
+    @contextmanager
+    def writes_paused(self) -> Iterator[str]:
+        """
+        Hold writers and ``optimize`` back, flush, and yield the shard folder: its files stay as they are until the
+        block ends, so copying them gives a loadable shard of one point in time (docs/operations.md, "Backup").
+        Queries go on meanwhile; writers wait and then proceed. Do not write from inside the block.
+
+        :returns: A context manager yielding the resolved shard folder.
+        """
+        shared = self._shard_state()
+        with shared.optimize_lock, shared.lock.writes_paused():
+            shared.flush()
+            yield shared.path
+
+    def tenant_counts(self) -> dict[str, dict[str, int]]:
+        """
+        Chunks and documents (distinct ``meta.document_id``) per ``meta.tenant_id``; reads two payload fields of
+        every point, so it is for operators (backups, migrations), not requests.
+
+        :returns: ``{tenant: {"chunks": n, "documents": m}}``, tenants sorted; points without a string tenant are
+            counted under ``""``.
+        """
+        shared = self._shard_state()
+        chunks: dict[str, int] = {}
+        documents: dict[str, set[str]] = {}
+        selector = PayloadSelector.Include(["meta.tenant_id", "meta.document_id"])
+        with shared.lock.read():
+            offset = None
+            while True:
+                page, offset = shared.shard.scroll(
+                    ScrollRequest(offset=offset, limit=SCROLL_PAGE_SIZE * 8, with_payload=selector)
+                )
+                for record in page:
+                    meta = (record.payload or {}).get("meta") or {}
+                    tenant = meta.get("tenant_id")
+                    tenant = tenant if isinstance(tenant, str) else ""
+                    chunks[tenant] = chunks.get(tenant, 0) + 1
+                    documents.setdefault(tenant, set()).add(str(meta.get("document_id")))
+                if offset is None:
+                    break
+        return {tenant: {"chunks": chunks[tenant], "documents": len(documents[tenant])} for tenant in sorted(chunks)}
+
+    def scroll_points(self, batch_size: int = 256, offset: Any = None) -> Iterator[tuple[list[Any], Any]]:
+        """
+        Every point with its vectors and payload, a page at a time, for copying the store elsewhere.
+
+        Each page is read under the shared lock; writes between pages may show (pause writers for one state).
+
+        :param batch_size: Points per page.
+        :param offset: Point id to start from (the engine's page offset), ``None`` for the first page.
+        :returns: An iterator of ``(records, next_offset)``: engine records with ``id``, ``vector`` (``dense`` list,
+            ``bm25`` sparse vector) and ``payload`` (``id``, ``content``, ``meta`` and the store's ``_store`` keys);
+            ``next_offset`` is ``None`` after the last page.
+        """
+        shared = self._shard_state()
+        while True:
+            with shared.lock.read():
+                page, offset = shared.shard.scroll(
+                    ScrollRequest(offset=offset, limit=batch_size, with_payload=True, with_vector=True)
+                )
+            yield page, offset
+            if offset is None:
+                return
+
     def optimize(self) -> bool:
         """
         Build HNSW indexes and merge segments; blocks until the engine has nothing left to optimise.
@@ -389,6 +465,7 @@ class QdrantEdgeDocumentStore:
             on_disk=self.on_disk,
             bm25_config=self.bm25_config,
             max_search_threads=self.max_search_threads,
+            min_free_disk_mb=self.min_free_disk_mb,
         )
 
     @classmethod
@@ -459,6 +536,7 @@ class QdrantEdgeDocumentStore:
         prepared = self._prepare_points(documents)
         shared = self._shard_state()
         with shared.lock.write():
+            self._ensure_space(shared, documents)
             points = self._apply_policy(shared, prepared, policy)
             self._upsert(shared, points)
         return len(points)
@@ -479,6 +557,7 @@ class QdrantEdgeDocumentStore:
         engine_filter = convert_filters({"field": "id", "operator": "in", "value": document_ids})
         shared = self._shard_state()
         with shared.lock.write():
+            self._ensure_space(shared)
             shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
             shared.flush_if_due()
 
@@ -508,6 +587,7 @@ class QdrantEdgeDocumentStore:
         engine_filter = self._required_filter(filters, "delete_by_filter")
         shared = self._shard_state()
         with shared.lock.write():
+            self._ensure_space(shared)
             matched = shared.shard.count(CountRequest(exact=True, filter=engine_filter))
             if matched:
                 shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
@@ -535,6 +615,7 @@ class QdrantEdgeDocumentStore:
             raise DocumentValidationError(f"update_by_filter meta {meta!r} is not JSON-like: {error}") from error
         shared = self._shard_state()
         with shared.lock.write():
+            self._ensure_space(shared)
             if ACCESS_FIELDS.isdisjoint(meta):
                 matched = shared.shard.count(CountRequest(exact=True, filter=engine_filter))
                 if matched:
@@ -581,6 +662,7 @@ class QdrantEdgeDocumentStore:
         prepared = self._prepare_points(documents)
         shared = self._shard_state()
         with shared.lock.write():
+            self._ensure_space(shared, documents)
             matched = self._matching_point_ids(shared, engine_filter)
             # Checked before anything changes: a tenant conflict must leave the old version in place.
             points = self._apply_policy(shared, prepared, DuplicatePolicy.OVERWRITE)
@@ -785,6 +867,31 @@ class QdrantEdgeDocumentStore:
                 f"{operation} needs a non-empty filter; to remove every document call delete_all_documents()."
             )
         return engine_filter
+
+    def ensure_free_space(self, documents: list[Document] | None = None) -> None:
+        """
+        Raise ``InsufficientStorageError`` unless the shard's disk keeps ``min_free_disk_mb`` free after writing
+        ``documents`` (estimated). Every mutation checks it; a writer may call it first for a whole batch.
+        """
+        self._ensure_space(self._shard_state(), documents)
+
+    def _ensure_space(self, shared: SharedShard, documents: list[Document] | None = None) -> None:
+        # The engine writes its log and segments through memory maps: on a full disk a write would kill the
+        # process (SIGBUS) instead of failing, so a write that could fill the disk is refused before it starts
+        # (docs/operations.md, "Disk space").
+        estimate = sum(
+            _POINT_OVERHEAD + self.embedding_dim * 8 + 4 * len((document.content or "").encode("utf-8"))
+            for document in documents or []
+            if isinstance(document, Document)
+        )
+        free = shutil.disk_usage(shared.path).free
+        needed = self.min_free_disk_mb * 2**20 + estimate
+        if free < needed:
+            raise InsufficientStorageError(
+                f"Only {free / 2**20:.1f} MiB are free on the disk of {shared.path}; this write needs "
+                f"{needed / 2**20:.1f} MiB (its estimate plus min_free_disk_mb={self.min_free_disk_mb} kept free). "
+                "Nothing was written. Free disk space or move the data directory to a larger disk."
+            )
 
     def _prepare_points(self, documents: list[Document]) -> list[_PreparedPoint]:
         """Validate the whole batch and build its points; raises before anything touches the shard."""

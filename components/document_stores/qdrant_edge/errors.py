@@ -13,6 +13,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.errors import DuplicateDocumentError as HaystackDuplicateDocumentError
 from haystack.errors import FilterError as HaystackFilterError
 
+from components.core.errors import InsufficientStorageError as CoreInsufficientStorageError
 from components.core.errors import SourceboundError
 
 
@@ -33,6 +34,10 @@ class ShardLockedError(QdrantEdgeStoreError):
             "process at another folder (SOURCEBOUND_DATA_DIR). To share one index between several processes or "
             "workers, use the Qdrant server profile (docker-compose) through qdrant-haystack."
         )
+
+
+class InsufficientStorageError(QdrantEdgeStoreError, CoreInsufficientStorageError):
+    """The disk of the shard lacks the space a write needs; nothing was written."""
 
 
 class StoreConfigError(QdrantEdgeStoreError, ValueError):

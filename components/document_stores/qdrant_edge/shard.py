@@ -17,7 +17,9 @@ next flush). With the lock a second process fails before opening anything.
 Each shared shard carries a writer-preferring readers-writer lock. Reads take
 it shared; every mutation takes it exclusive, so a multi-step write (check for
 duplicates then upsert, count then delete, or ``replace_documents``'s upsert
-then delete) is never seen half done.
+then delete) is never seen half done. ``ReadWriteLock.writes_paused`` holds
+writers back while readers go on (an online backup copies the flushed folder
+meanwhile).
 """
 
 import atexit
@@ -53,12 +55,14 @@ class ReadWriteLock:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._paused = False
 
     @contextmanager
     def read(self) -> Iterator[None]:
         """Hold the lock shared for the block."""
         with self._condition:
-            while self._writer or self._writers_waiting:
+            # Writers held back by a pause do not hold readers back (queries go on during a backup).
+            while self._writer or (self._writers_waiting and not self._paused):
                 self._condition.wait()
             self._readers += 1
         try:
@@ -75,7 +79,7 @@ class ReadWriteLock:
         with self._condition:
             self._writers_waiting += 1
             try:
-                while self._writer or self._readers:
+                while self._writer or self._readers or self._paused:
                     self._condition.wait()
             finally:
                 self._writers_waiting -= 1
@@ -85,6 +89,25 @@ class ReadWriteLock:
         finally:
             with self._condition:
                 self._writer = False
+                self._condition.notify_all()
+
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """
+        Keep writers out for the block (one at a time, after the running write ends); readers are not held back.
+        Not re-entrant, and a thread must not write inside its own pause.
+        """
+        with self._condition:
+            while self._paused:
+                self._condition.wait()
+            self._paused = True
+            while self._writer:
+                self._condition.wait()
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._paused = False
                 self._condition.notify_all()
 
 
@@ -142,6 +165,28 @@ def _lock_folder(path: str) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
+
+
+def folder_holder(path: str | os.PathLike) -> str | None:
+    """
+    Who holds a shard folder's lock: ``None`` when no process does (checked by taking and releasing it), else the
+    holder's pid as it wrote it (``""`` when unknown). The folder is not created.
+    """
+    lock_path = Path(path) / LOCK_FILE_NAME
+    if not lock_path.exists():
+        return None
+    if resolve_path(path) in _registry:
+        return str(os.getpid())
+    fd = os.open(lock_path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return os.read(fd, 32).decode(errors="replace").strip()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _unlock_folder(fd: int) -> None:

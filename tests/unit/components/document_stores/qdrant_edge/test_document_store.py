@@ -242,6 +242,7 @@ class TestQdrantEdgeDocumentStore:
                 "on_disk": False,
                 "bm25_config": None,
                 "max_search_threads": None,
+                "min_free_disk_mb": 64,
             },
         }
 

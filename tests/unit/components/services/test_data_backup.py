@@ -1,0 +1,368 @@
+"""Backup and restore of a data directory on the real engines: Qdrant Edge, SQLite files, real processes."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from haystack import Document
+
+from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+from components.services.data_backup import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    BackupError,
+    create_backup,
+    restore_backup,
+    sha256_file,
+    verify_backup,
+)
+from tests.support.small_disk import small_filesystem
+
+pytestmark = pytest.mark.unit
+
+DIM = 16
+EMBEDDING = {"model": "test-model", "dimension": DIM}
+REPO = Path(__file__).resolve().parents[4]
+
+
+def _documents(start: int, count: int, tenant: str, seed: int = 0) -> list[Document]:
+    rng = np.random.default_rng(seed + start)
+    return [
+        Document(
+            id=f"{tenant}-doc{i // 2}:{i % 2}",
+            content=f"chunk {i} of {tenant} about {['payroll', 'vacation', 'laptops', 'security'][i % 4]} policy",
+            meta={"tenant_id": tenant, "tags": ["hr"], "document_id": f"{tenant}-doc{i // 2}"},
+            embedding=rng.random(DIM).tolist(),
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _definition(data_dir: Path) -> dict:
+    return QdrantEdgeDocumentStore(path=str(data_dir / "qdrant"), embedding_dim=DIM).to_dict()
+
+
+def make_data_dir(data_dir: Path) -> QdrantEdgeDocumentStore:
+    """A data directory as a server leaves it, plus state of later features (any *.sqlite, nested files)."""
+    store = QdrantEdgeDocumentStore(path=str(data_dir / "qdrant"), embedding_dim=DIM)
+    store.write_documents(_documents(0, 300, "acme"))
+    store.write_documents(_documents(0, 120, "globex"))
+    records = sqlite3.connect(data_dir / "records.sqlite")
+    records.execute("PRAGMA journal_mode=WAL")
+    records.execute("CREATE TABLE index_events (id INTEGER PRIMARY KEY, event TEXT)")
+    records.executemany("INSERT INTO index_events (event) VALUES (?)", [("index",)] * 50)
+    records.commit()
+    records.close()
+    (data_dir / "records.sqlite.key").write_text("ab" * 32)
+    os.chmod(data_dir / "records.sqlite.key", 0o600)
+    (data_dir / "api_keys.json").write_text(json.dumps({"keys": [{"key_hash": "x", "tenant_id": "acme"}]}))
+    for name in ("tags.sqlite", "glossary.sqlite"):
+        connection = sqlite3.connect(data_dir / name)
+        connection.execute("CREATE TABLE t (v TEXT)")
+        connection.execute("INSERT INTO t VALUES (?)", (name,))
+        connection.commit()
+        connection.close()
+    (data_dir / "mirrors").mkdir()
+    (data_dir / "mirrors" / "state.json").write_text('{"cursor": 7}')
+    return store
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    path = tmp_path / "data"
+    path.mkdir()
+    store = make_data_dir(path)
+    yield path, store
+    store.close()
+
+
+def _top5(store: QdrantEdgeDocumentStore) -> dict[str, list[str]]:
+    query = np.random.default_rng(99).random(DIM).tolist()
+    only = {"field": "meta.tenant_id", "operator": "==", "value": "acme"}
+    return {
+        "dense": [doc.id for doc in store.embedding_retrieval(query, filters=only, top_k=5)],
+        "keyword": [doc.id for doc in store.bm25_retrieval("vacation policy", filters=only, top_k=5)],
+    }
+
+
+class TestWritesPaused:
+    def test_writers_wait_and_readers_go_on_while_paused(self, data_dir):
+        _, store = data_dir
+        written = threading.Event()
+
+        def writer():
+            store.write_documents(_documents(1000, 1, "acme"))
+            written.set()
+
+        with store.writes_paused():
+            thread = threading.Thread(target=writer)
+            thread.start()
+            started = time.perf_counter()
+            assert len(store.embedding_retrieval([0.5] * DIM, top_k=3)) == 3  # a query is answered meanwhile
+            assert time.perf_counter() - started < 2
+            assert not written.wait(0.5), "a write went through during the pause"
+        assert written.wait(10)
+        thread.join()
+        assert store.count_documents() == 421
+
+
+class TestCreateBackup:
+    def test_manifest_lists_every_file_with_its_checksum_and_the_counts(self, data_dir, tmp_path):
+        path, store = data_dir
+        manifest = create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING, sourcebound_version="9.9")
+        on_disk = json.loads((tmp_path / "backup" / MANIFEST_NAME).read_text())
+        assert on_disk["format_version"] == FORMAT_VERSION and on_disk["sourcebound_version"] == "9.9"
+        assert on_disk["embedding"] == EMBEDDING
+        assert on_disk["counts"] == {
+            "chunks": 420,
+            "documents": 210,
+            "tenants": {"acme": {"chunks": 300, "documents": 150}, "globex": {"chunks": 120, "documents": 60}},
+        }
+        files = set(on_disk["files"])
+        for name in ("records.sqlite", "records.sqlite.key", "api_keys.json", "tags.sqlite", "glossary.sqlite",
+                     "mirrors/state.json"):  # fmt: skip
+            assert name in files
+        assert any(name.startswith("qdrant/segments/") for name in files)
+        assert not any(name.endswith(("-wal", "-shm", ".sourcebound.lock")) for name in files)
+        for name, entry in on_disk["files"].items():
+            assert sha256_file(tmp_path / "backup" / name) == entry["sha256"]
+        assert on_disk["files"]["records.sqlite.key"]["mode"] == 0o600
+        assert manifest["write_pause_s"] < manifest["seconds"]
+        assert not [entry for entry in tmp_path.iterdir() if ".partial-" in entry.name]
+
+    def test_restored_directory_is_the_state_at_backup_time(self, data_dir, tmp_path):
+        path, store = data_dir
+        stop = threading.Event()
+        batches = []
+
+        def keep_writing():
+            start = 10_000
+            while not stop.is_set():
+                store.write_documents(_documents(start, 5, "acme"))
+                batches.append(start)
+                start += 5
+
+        writer = threading.Thread(target=keep_writing)
+        writer.start()
+        try:
+            time.sleep(0.2)
+            manifest = create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING)
+        finally:
+            stop.set()
+            writer.join()
+        top5 = _top5(store)
+        store.write_documents(_documents(50_000, 4, "acme"))  # after the backup
+        records = sqlite3.connect(path / "records.sqlite")
+        records.execute("INSERT INTO index_events (event) VALUES ('after')")
+        records.commit()
+        records.close()
+
+        restore_backup(
+            tmp_path / "backup", tmp_path / "restored", embedding=EMBEDDING, store_definition=_definition(path)
+        )
+        restored = QdrantEdgeDocumentStore(path=str(tmp_path / "restored" / "qdrant"), embedding_dim=DIM)
+        try:
+            assert restored.tenant_counts() == manifest["counts"]["tenants"]
+            assert manifest["counts"]["chunks"] > 420  # the concurrent writes up to the pause are in it
+            assert restored.filter_documents({"field": "id", "operator": "==", "value": "acme-doc25000:0"}) == []
+            assert _top5(restored)["keyword"] == top5["keyword"]
+        finally:
+            restored.close()
+        rows = sqlite3.connect(tmp_path / "restored" / "records.sqlite").execute("SELECT event FROM index_events")
+        assert [row[0] for row in rows] == ["index"] * 50
+        assert (tmp_path / "restored" / "mirrors" / "state.json").read_text() == '{"cursor": 7}'
+        assert (tmp_path / "restored" / "records.sqlite.key").stat().st_mode & 0o777 == 0o600
+
+    def test_same_top5_after_restore_without_concurrent_writes(self, data_dir, tmp_path):
+        path, store = data_dir
+        before = _top5(store)
+        create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING)
+        restore_backup(tmp_path / "backup", tmp_path / "restored", embedding=EMBEDDING)
+        restored = QdrantEdgeDocumentStore(path=str(tmp_path / "restored" / "qdrant"), embedding_dim=DIM)
+        try:
+            assert _top5(restored) == before and len(before["dense"]) == 5
+        finally:
+            restored.close()
+
+    def test_refuses_an_existing_path(self, data_dir, tmp_path):
+        path, store = data_dir
+        (tmp_path / "backup").mkdir()
+        with pytest.raises(BackupError, match="already exists"):
+            create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING)
+        assert list((tmp_path / "backup").iterdir()) == []
+
+    @pytest.mark.slow
+    def test_full_disk_fails_the_backup_and_leaves_the_data_directory_as_it_was(self, data_dir, tmp_path):
+        path, store = data_dir
+        (path / "mirrors" / "pack.bin").write_bytes(os.urandom(12 << 20))
+        before = {name: sha256_file(path / name) for name in ("records.sqlite", "mirrors/pack.bin", "api_keys.json")}
+        with small_filesystem(tmp_path / "disk", "8m") as disk:
+            with pytest.raises(BackupError, match="No space left"):
+                create_backup(path, disk / "backup", store, embedding=EMBEDDING)
+            assert list(disk.iterdir()) == []  # neither the backup nor its partial folder is left
+        assert {name: sha256_file(path / name) for name in before} == before
+        assert store.count_documents() == 420
+        store.write_documents(_documents(70_000, 2, "acme"))  # writers were released
+        assert store.count_documents() == 422
+
+
+@pytest.fixture
+def backup(data_dir, tmp_path):
+    path, store = data_dir
+    create_backup(path, tmp_path / "backup", store, embedding=EMBEDDING)
+    return tmp_path / "backup"
+
+
+class TestRestoreRefusals:
+    def test_a_flipped_byte_is_refused_naming_the_file(self, backup, tmp_path):
+        target = tmp_path / "restored"
+        victim = backup / "tags.sqlite"
+        content = bytearray(victim.read_bytes())
+        content[len(content) // 2] ^= 0x01
+        victim.write_bytes(bytes(content))
+        with pytest.raises(BackupError, match="tags.sqlite does not match its SHA-256"):
+            restore_backup(backup, target, embedding=EMBEDDING)
+        assert not target.exists()
+
+    def test_a_truncated_file_is_refused_naming_it_and_the_target_stays_as_it_was(self, backup, tmp_path):
+        segment = max(
+            (path for path in (backup / "qdrant").rglob("*") if path.is_file()), key=lambda path: path.stat().st_size
+        )
+        with open(segment, "r+b") as handle:
+            handle.truncate(segment.stat().st_size // 2)
+        target = tmp_path / "restored"
+        target.mkdir()
+        with pytest.raises(BackupError, match=str(segment.relative_to(backup)) + ".*truncated"):
+            restore_backup(backup, target, embedding=EMBEDDING)
+        assert list(target.iterdir()) == []
+        assert not [entry for entry in tmp_path.iterdir() if ".restoring-" in entry.name]
+
+    def test_a_file_the_manifest_does_not_list_is_refused(self, backup, tmp_path):
+        (backup / "extra.txt").write_text("x")
+        with pytest.raises(BackupError, match="extra.txt"):
+            verify_backup(backup)
+
+    def test_a_newer_format_is_refused_naming_the_versions(self, backup, tmp_path):
+        manifest = json.loads((backup / MANIFEST_NAME).read_text())
+        manifest["format_version"] = FORMAT_VERSION + 1
+        (backup / MANIFEST_NAME).write_text(json.dumps(manifest))
+        with pytest.raises(BackupError, match=f"format version {FORMAT_VERSION + 1}.*up to {FORMAT_VERSION}"):
+            restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+
+    @pytest.mark.parametrize(
+        ("configured", "named"),
+        [({"model": "other-model", "dimension": DIM}, "model 'test-model' in the backup, 'other-model' configured"),
+         ({"model": "test-model", "dimension": 384}, "dimension 16 in the backup, 384 configured")],
+    )  # fmt: skip
+    def test_another_embedding_model_or_dimension_is_refused(self, backup, tmp_path, configured, named):
+        with pytest.raises(BackupError, match=named):
+            restore_backup(backup, tmp_path / "restored", embedding=configured)
+        assert not (tmp_path / "restored").exists()
+
+    def test_a_non_empty_directory_needs_replace(self, backup, tmp_path):
+        target = tmp_path / "other"
+        target.mkdir()
+        (target / "keep.txt").write_text("mine")
+        with pytest.raises(BackupError, match="not empty.*--replace"):
+            restore_backup(backup, target, embedding=EMBEDDING)
+        assert (target / "keep.txt").read_text() == "mine"
+        result = restore_backup(backup, target, embedding=EMBEDDING, replace=True)
+        assert result["replaced"] and not (target / "keep.txt").exists() and (target / "records.sqlite").exists()
+        assert not [entry for entry in tmp_path.iterdir() if ".before-restore-" in entry.name]
+
+    @pytest.mark.slow
+    def test_refuses_while_another_process_holds_the_target(self, backup, tmp_path):
+        target = tmp_path / "served"
+        holder = subprocess.Popen(
+            [sys.executable, "-c", (
+                "import sys, time\n"
+                "from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore\n"
+                f"s = QdrantEdgeDocumentStore(path={str(target / 'qdrant')!r}, embedding_dim={DIM})\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(60)\n"
+            )],
+            cwd=REPO, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        try:
+            assert holder.stdout.readline().strip() == b"ready"
+            before = sorted(str(path) for path in target.rglob("*"))
+            with pytest.raises(BackupError, match=f"process {holder.pid}.*stop it"):
+                restore_backup(backup, target, embedding=EMBEDDING, replace=True)
+            assert sorted(str(path) for path in target.rglob("*")) == before
+        finally:
+            holder.kill()
+            holder.wait()
+
+    @pytest.mark.slow
+    def test_a_backup_killed_half_way_is_never_accepted(self, data_dir, tmp_path):
+        path, store = data_dir
+        store.close()  # the backup process opens the shard itself
+        (path / "mirrors" / "pack.bin").write_bytes(os.urandom(64 << 20))  # makes the copy take a while
+        script = (
+            "import sys\n"
+            "from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore\n"
+            "from components.services.data_backup import create_backup\n"
+            f"store = QdrantEdgeDocumentStore(path={str(path / 'qdrant')!r}, embedding_dim={DIM})\n"
+            f"create_backup({str(path)!r}, {str(tmp_path / 'backup')!r}, store, embedding={EMBEDDING!r})\n"
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
+        )
+        deadline = time.monotonic() + 60
+        partial = []
+        while not partial and time.monotonic() < deadline and process.poll() is None:
+            partial = [entry for entry in tmp_path.iterdir() if ".partial-" in entry.name]
+            time.sleep(0.005)
+        assert partial, "the backup never started writing"
+        time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        assert process.returncode == -signal.SIGKILL
+        assert not (tmp_path / "backup").exists()
+        with pytest.raises(BackupError, match="is not a backup directory"):
+            restore_backup(tmp_path / "backup", tmp_path / "restored", embedding=EMBEDDING)
+        with pytest.raises(BackupError, match=f"no {MANIFEST_NAME}"):
+            restore_backup(partial[0], tmp_path / "restored", embedding=EMBEDDING)
+        assert not (tmp_path / "restored").exists()
+
+
+class TestCommands:
+    def test_backup_and_restore_commands_offline(self, tmp_path, monkeypatch, capsys):
+        from hayhooks_app.cli import main
+
+        data_dir = tmp_path / "data"
+        store = QdrantEdgeDocumentStore(path=str(data_dir / "qdrant"), embedding_dim=384)
+        rng = np.random.default_rng(3)
+        store.write_documents(
+            [
+                Document(id=f"doc{i}:0", content=f"chunk {i}", embedding=rng.random(384).tolist(),
+                         meta={"tenant_id": "acme", "tags": ["hr"], "document_id": f"doc{i}"})
+                for i in range(12)
+            ]
+        )  # fmt: skip
+        store.close()
+        monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(data_dir))  # restored after the test (the CLI sets it)
+
+        assert main(["backup", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 0
+        out = capsys.readouterr().out
+        assert f"backup written to {tmp_path / 'b'}: 12 chunks in 12 documents of 1 tenant(s)" in out
+        manifest = json.loads((tmp_path / "b" / MANIFEST_NAME).read_text())
+        assert manifest["embedding"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert manifest["embedding"]["dimension"] == 384 and manifest["sparse"]["model"].startswith("bm25")
+
+        assert main(["backup", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 1
+        assert "already exists" in capsys.readouterr().err
+        assert main(["restore", str(tmp_path / "b"), "--data-dir", str(data_dir)]) == 1
+        assert "not empty" in capsys.readouterr().err
+        assert main(["restore", str(tmp_path / "b"), "--data-dir", str(tmp_path / "new")]) == 0
+        assert "12 chunks in 12 documents of 1 tenant(s), " in capsys.readouterr().out
+        assert main(["stats", "--data-dir", str(tmp_path / "new")]) == 0
+        assert "acme: 12 documents, 12 chunks" in capsys.readouterr().out
