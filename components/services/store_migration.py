@@ -64,20 +64,18 @@ def target_store(definition: dict[str, Any], location: str, collection: str | No
 
 def profile_point(document: Document) -> Any:
     """
-    The point the profile's writer stores for ``document`` (embedding and ``sparse_embedding`` set), as
-    qdrant-haystack's converter builds it: ``convert_id`` of the Haystack id, the document's ``to_dict`` without
-    its vectors as payload, the vectors under the converter's names.
+    The point the profile's writer stores for ``document`` (embedding and ``sparse_embedding`` set): the
+    per-tenant point id of ``TenantQdrantDocumentStore``, the document's ``to_dict`` without its vectors as
+    payload, the vectors under qdrant-haystack's converter's names.
     """
     return _point(document.id, document.to_dict(flatten=False), document.embedding, document.sparse_embedding)
 
 
 def _point(haystack_id: str, document_dict: dict[str, Any], dense: Any, sparse: Any) -> Any:
-    from haystack_integrations.document_stores.qdrant.converters import (
-        DENSE_VECTORS_NAME,
-        SPARSE_VECTORS_NAME,
-        convert_id,
-    )
+    from haystack_integrations.document_stores.qdrant.converters import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
     from qdrant_client.http import models
+
+    from components.document_stores.qdrant_server.document_store import tenant_point_id
 
     payload = {key: value for key, value in document_dict.items() if key not in ("embedding", "sparse_embedding")}
     vectors: dict[str, Any] = {}
@@ -85,7 +83,9 @@ def _point(haystack_id: str, document_dict: dict[str, Any], dense: Any, sparse: 
         vectors[DENSE_VECTORS_NAME] = list(dense)
     if sparse is not None:
         vectors[SPARSE_VECTORS_NAME] = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-    return models.PointStruct(id=convert_id(haystack_id), vector=vectors, payload=payload)
+    # The profile's point id: per tenant, as its writer derives it (docs/contract.md, "Document ids").
+    point_id = tenant_point_id(haystack_id, (document_dict.get("meta") or {}).get("tenant_id"))
+    return models.PointStruct(id=point_id, vector=vectors, payload=payload)
 
 
 def _record_point(record: Any) -> Any:
