@@ -27,10 +27,13 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hayhooks_app.events.consumer import EventConsumer
 from hayhooks_app.events.settings import EventSettings
-from hayhooks_app.service import ServiceContainer
+
+if TYPE_CHECKING:  # imported where used: the CLI registers this command before `serve` keeps torch out
+    from hayhooks_app.events.consumer import EventConsumer
+    from hayhooks_app.service import ServiceContainer
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ logger = logging.getLogger(__name__)
 class ConsumerThread:
     """A consumer running in a daemon thread."""
 
-    consumer: EventConsumer
+    consumer: "EventConsumer"
     thread: threading.Thread
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -47,13 +50,15 @@ class ConsumerThread:
         self.thread.join(timeout)
 
 
-def start_beside_server(container: ServiceContainer, settings: EventSettings | None = None) -> ConsumerThread | None:
+def start_beside_server(container: "ServiceContainer", settings: EventSettings | None = None) -> ConsumerThread | None:
     """Start the consumer thread when ``SOURCEBOUND_EVENTS_CONSUMER`` is true (the container is built)."""
     settings = settings or EventSettings.from_env()
     if not settings.in_server:
         return None
     if not settings.tenants:
         logger.warning("SOURCEBOUND_EVENTS_TENANTS is empty: every event will be dead-lettered as unauthorised.")
+    from hayhooks_app.events.consumer import EventConsumer
+
     consumer = EventConsumer(container, settings)
     thread = threading.Thread(target=consumer.run, name="sourcebound-events", daemon=True)
     thread.start()
@@ -80,6 +85,9 @@ def run_consumer(args: argparse.Namespace) -> int:
     if not events.tenants:
         print("error: SOURCEBOUND_EVENTS_TENANTS names no tenant: the consumer could change nothing.", file=sys.stderr)
         return 2
+    from hayhooks_app.events.consumer import EventConsumer
+    from hayhooks_app.service import ServiceContainer
+
     container = ServiceContainer(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     container.indexing.warm_up()

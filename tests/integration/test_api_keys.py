@@ -199,7 +199,15 @@ class TestWrites:
             "/delete_tenant/run", json={"tenant_id": "t-admin"}, headers=bearer(keys["admin"])
         )
         # Delete means gone (docs/contract.md "Deletion"): the tenant's keys go too, the admin's own included.
-        removed = {"chunks": 0, "query_log_rows": 0, "index_events": 0, "tag_owners": 0, "api_keys": 1}
+        removed = {
+            "chunks": 0,
+            "query_log_rows": 0,
+            "index_events": 0,
+            "tag_owners": 0,
+            "api_keys": 1,
+            "conversations": 0,
+            "glossary": 0,
+        }
         assert response.json()["result"] == {"tenant_id": "t-admin", "chunks_removed": 0, "removed": removed}
         error_of(
             server.client.post("/delete_tenant/run", json={"tenant_id": "t-admin"}, headers=bearer(keys["admin"])), 401

@@ -29,7 +29,8 @@ QUERY = "How many quokka vouchers does a Zanzibar courier receive?"
 # Text that must never leave the process while content tracing is off (compared case-insensitively).
 CONTENT_MARKERS = (QUERY, DOCUMENT_TEXT.split(". ")[0], "quokka", "zanzibar", "ninety days")
 SEARCH_COMPONENTS = {
-    "access_filter", "embedder", "planner", "router", "hybrid_retriever", "selector", "similarity", "guard", "results",
+    "access_filter", "expander", "embedder", "planner", "router", "hybrid_retriever", "selector", "similarity", "guard",
+    "results",
 }  # fmt: skip
 RAG_STEPS = ("retriever", "similarity", "guard", "dedup", "limiter", "budgeter")
 
