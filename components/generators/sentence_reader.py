@@ -352,17 +352,16 @@ class SentenceReader:
             )
         return scored
 
-    def _completion(
-        self, query: str, chosen: list[dict[str, Any]], scored: list[dict[str, Any]]
-    ) -> dict[str, Any] | None:
+    def _completion(self, chosen: list[dict[str, Any]], scored: list[dict[str, Any]]) -> dict[str, Any] | None:
         """
         The sentence that completes the answer from a chosen sentence's own block, when the question asks for a
         kind of token (a value, an option name) that no chosen sentence holds: the nearest sentence of that block
         holding one ("RuntimeDirectorySize= Sets the size limit ..." + "Defaults to 10%."; "This option forces
         TCP." + its entry's head "use-vc ..."). The best sentence's block is searched first, then the others' in
-        rank order. ``None`` when nothing needs or offers completing.
+        rank order. ``None`` when nothing needs or offers completing (a question without an answer type has no
+        ``typed`` sentence, so nothing qualifies).
         """
-        if not self.answer_type_weight or answer_type(query) is None or any(entry["typed"] for entry in chosen):
+        if not self.answer_type_weight or any(entry["typed"] for entry in chosen):
             return None
         taken = {id(entry) for entry in chosen}
         for anchor in chosen:
@@ -455,7 +454,7 @@ class SentenceReader:
             if length + added <= self.max_answer_chars:
                 chosen.append(entry)
                 length += added
-        completion = self._completion(query, chosen, scored)
+        completion = self._completion(chosen, scored)
         if completion is not None and length + len(_part(completion["sentence"])) + 1 <= self.max_answer_chars:
             chosen.append(completion)
         chosen.sort(key=lambda entry: _order(entry["sentence"]))
