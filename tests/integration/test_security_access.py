@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
 from support.api_server import ApiServer, error_of
 from support.engines import ENGINES, access_violations, engine_env
@@ -830,6 +830,19 @@ def test_api_key_mode_no_key_reads_beyond_its_grant(key_server):
                 found = check_answer(result["answer"], result, allowed, identity)
             stats["non_empty"] += bool(found)
 
+    # Every kind of outcome is exercised on every run, not only when the random draw happens to reach it:
+    # each service key delegates to a user its pattern allows, and each user key names another user (refused).
+    for reader in key_server.readers:
+        if reader.act_as_users is not None:
+            user = next(user for user in USERS if reader.may_act_as(user))
+            check = example(probe={"reader": reader, "body": {"user_id": user}, "query": TOPIC_QUERIES[0], "k": 100})(
+                check
+            )
+        elif reader.user_id is not None:
+            other = next(user for user in USERS if user != reader.user_id)
+            check = example(probe={"reader": reader, "body": {"user_id": other}, "query": TOPIC_QUERIES[0], "k": 5})(
+                check
+            )
     check()
     print(f"\napi_key probes: {stats}")
     assert stats["refused"] and stats["answered"] and stats["delegated"] and stats["non_empty"]
