@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: the reader's sentence vectors stored beside the store, as indexing does
 SEED = 20250611
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = Path(__file__).resolve().parent / "results" / "cache"
@@ -702,6 +702,19 @@ def _load_embedder(threads: int):
     return embedder
 
 
+def _sentence_vector_indexer(target: Path, threads: int):
+    # pipelines/indexing.yml's `sentence_vectors` step: the reader's sentences of every chunk, embedded for real
+    # (each distinct text once: chunks reuse the pool's sentences) into the data dir's sentence vector file.
+    from components.embedders.sentence_vector_indexer import SentenceVectorIndexer
+
+    indexer = SentenceVectorIndexer(
+        vector_cache_path=str(target / "sentence_vectors.sqlite"), batch_size=64, threads=min(threads, 64),
+        cache_size=50_000,
+    )  # fmt: skip
+    indexer.warm_up()
+    return indexer
+
+
 def _embed(embedder, texts: list[str]) -> np.ndarray:
     from haystack import Document
 
@@ -753,6 +766,8 @@ def build_corpus(size: int, target: Path, threads: int | None = None) -> dict[st
     embeddings = sentence_embeddings(threads)
     embed_s = time.perf_counter() - started
     store = QdrantEdgeDocumentStore(path=str(target / "qdrant"), embedding_dim=DIM)
+    sentence_vectors = _sentence_vector_indexer(target, threads)
+    sentence_s, sentences_indexed = 0.0, 0
     sample, batch, written, documents = [], [], 0, 0
     tenants: dict[str, int] = {}
     write_s = 0.0
@@ -768,11 +783,17 @@ def build_corpus(size: int, target: Path, threads: int | None = None) -> dict[st
                 write_started = time.perf_counter()
                 written += store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
                 write_s += time.perf_counter() - write_started
+                sentence_started = time.perf_counter()
+                sentences_indexed += sentence_vectors.run(documents=batch)["sentences_indexed"]
+                sentence_s += time.perf_counter() - sentence_started
                 batch = []
         if batch:
             write_started = time.perf_counter()
             written += store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE)
             write_s += time.perf_counter() - write_started
+            sentence_started = time.perf_counter()
+            sentences_indexed += sentence_vectors.run(documents=batch)["sentences_indexed"]
+            sentence_s += time.perf_counter() - sentence_started
         points = store.count_documents()
     finally:
         store.close()
@@ -789,6 +810,8 @@ def build_corpus(size: int, target: Path, threads: int | None = None) -> dict[st
         "build_seconds": round(time.perf_counter() - started, 1),
         "sentence_embedding_seconds": round(embed_s, 1),
         "store_write_seconds": round(write_s, 1),
+        "sentence_vectors": sentences_indexed,
+        "sentence_vector_seconds": round(sentence_s, 1),
         "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     if points != size:

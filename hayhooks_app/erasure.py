@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.core.sentence_vector_cache import erase_sentence_vectors
 from components.services import document_lifecycle
 from hayhooks_app import cli_keys
 from hayhooks_app.conversations import CONVERSATIONS_FILE, erase_conversations
@@ -51,7 +52,7 @@ def erase_tenant(
     :param key_id: The key that asked (kept in the tombstone).
     :param data_dir: The data dir holding ``conversations.sqlite`` and ``glossary.sqlite``, or ``None``.
     :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``,
-        ``api_keys`` (and with ``data_dir`` ``conversations``, ``glossary``).
+        ``api_keys`` (and with ``data_dir`` ``conversations``, ``glossary``, ``sentence_vectors``).
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
@@ -60,6 +61,7 @@ def erase_tenant(
     if data_dir is not None:
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
+        report["sentence_vectors"] = erase_sentence_vectors(data_dir, tenant_id)
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
     return report
 
@@ -77,10 +79,25 @@ def erase_user(
     Remove a user's private documents, query-log rows, user keys and (with ``data_dir``) conversations, in one
     tenant or (``None``) in all.
 
-    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys`` (and with ``data_dir`` ``conversations``).
+    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys`` (and with ``data_dir`` ``conversations``,
+        ``sentence_vectors``).
     :raises LifecycleError: If ``user_id`` is blank.
     """
+    # The user's documents are known only before they are deleted: their sentence vectors go with them.
+    owned = (
+        {
+            (chunk.meta["tenant_id"], chunk.meta["document_id"])
+            for chunk in store.filter_documents(document_lifecycle.user_documents_filter(user_id, tenant_id))
+        }
+        if data_dir is not None
+        else set()
+    )
     report = {"chunks": document_lifecycle.delete_user(store, user_id, tenant_id)}
+    if data_dir is not None:
+        report["sentence_vectors"] = sum(
+            erase_sentence_vectors(data_dir, tenant, [document for owner, document in owned if owner == tenant])
+            for tenant in {owner for owner, _ in owned}
+        )
     keys = 0
     if keys_file is not None and Path(keys_file).exists():
         tenants = {record.tenant_id for record in cli_keys.list_keys(keys_file) if record.user_id == user_id}

@@ -36,6 +36,7 @@ from urllib.request import urlopen
 from haystack import Pipeline
 from pydantic import BaseModel
 
+from components.core.sentence_vector_cache import erase_sentence_vectors
 from components.core.span_tags import tag_span
 from components.services import document_lifecycle
 from components.services.pipeline_loader import load_pipeline
@@ -431,6 +432,7 @@ class ServiceContainer:
             document_lifecycle.invalidate, tenant_id, document_ids, reason=reason, cascade_id=cascade_id
         )
         result = _normalise_invalidation(outcome, document_ids, cascade_id)
+        erase_sentence_vectors(self.settings.data_dir, tenant_id, document_ids)
         label = reason_label(reason)
         metrics.invalidations.labels(label).inc(result["invalidated"])
         metrics.invalidated_chunks.labels(label).inc(result["chunks_removed"])

@@ -377,6 +377,33 @@ def split_sentences(text: str) -> list[str]:
     return [sentence for block in sentence_blocks(text) for sentence in block]
 
 
+def is_caps_heading(sentence: str) -> bool:
+    """
+    An ALL-CAPS line ("YOUR ONBOARDING BUDDY") is a heading, not an answer. A script without case (Chinese,
+    Japanese) never makes a line a heading: ``upper()`` leaves its letters as they are.
+    """
+    return sentence.upper() == sentence and not any(
+        character.isalpha() and character.upper() == character.lower() for character in sentence
+    )
+
+
+def reading_sentences(text: str, min_sentence_words: int) -> list[tuple[int, int, int, str]]:
+    """
+    The sentences of a chunk the reader may answer with (docs/reader.md), as ``(position, block,
+    block_position, sentence)``: fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are labels,
+    not answers, and are left out (``position`` still counts them). The query pipeline's splitter and the
+    indexing pipeline's sentence vectors select sentences with this one function, so their texts agree.
+    """
+    selected = []
+    position = -1
+    for block, block_sentences in enumerate(sentence_blocks(text)):
+        for block_position, sentence in enumerate(block_sentences):
+            position += 1
+            if len(words(sentence)) >= min_sentence_words and not is_caps_heading(sentence):
+                selected.append((position, block, block_position, sentence))
+    return selected
+
+
 def join_ordinals(parts: list[str], text: str | None = None) -> list[str]:
     """
     Re-join sentence parts cut after an ordinal number (``bis zum 31. März``). With ``text``, only when its

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.embedders.onnx_embedding import OnnxSentenceEncoder, load_encoder, resolve_threads
+from components.core.sentence_vector_cache import SentenceVectorCache, stored_vector
+from components.embedders.onnx_embedding import OnnxSentenceEncoder, load_encoder, model_digest, resolve_threads
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class OnnxDocumentEmbedder:
         threads: int | None = None,
         concurrent_batches: int = 1,
         cache_size: int = 0,
+        vector_cache_path: str | None = None,
     ) -> None:
         """
         :param model: A sentence-transformers model folder, or ``packaged:all-MiniLM-L6-v2`` (the packaged copy).
@@ -64,6 +66,9 @@ class OnnxDocumentEmbedder:
         :param cache_size: Most texts whose vectors are kept (least recently used dropped first; 0: no cache). The
             reading step of ``pipelines/query.yml`` embeds the sentences of every context chunk per request; a
             sentence seen before is served from here (1.5 KB per text), so popular documents are embedded once.
+        :param vector_cache_path: A :class:`SentenceVectorCache` file shared with the indexing pipeline: documents
+            with ``meta.tenant_id`` and ``meta.document_id`` are looked up there first and what was computed is
+            written back; every vector is then rounded as the file stores it, hit or not (docs/reader.md, "Cost").
         :raises ValueError: If a parameter has the wrong type or is out of range.
         """
         if not isinstance(model, str) or not model:
@@ -88,7 +93,11 @@ class OnnxDocumentEmbedder:
             raise ValueError(f"concurrent_batches must be a whole number from 1 to 64, got {concurrent_batches!r}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be a whole number >= 0 (0: no cache), got {cache_size!r}")
+        if vector_cache_path is not None and (not isinstance(vector_cache_path, str) or not vector_cache_path):
+            raise ValueError(f"vector_cache_path must be a file path or None, got {vector_cache_path!r}")
         self.model = model
+        self.vector_cache_path = vector_cache_path
+        self._vector_cache: SentenceVectorCache | None = None
         self.batch_size = batch_size
         self.concurrent_batches = concurrent_batches
         self.prefix = prefix
@@ -115,6 +124,7 @@ class OnnxDocumentEmbedder:
             threads=self.threads,
             concurrent_batches=self.concurrent_batches,
             cache_size=self.cache_size,
+            vector_cache_path=self.vector_cache_path,
         )
 
     @classmethod
@@ -130,6 +140,9 @@ class OnnxDocumentEmbedder:
         """
         if self._encoder is None:
             self._encoder = load_encoder(self.model, self.threads)
+        if self.vector_cache_path is not None and self._vector_cache is None:
+            model_key = f"{self.model}@{model_digest(self._encoder.layout.folder)}"
+            self._vector_cache = SentenceVectorCache(self.vector_cache_path, model_key=model_key)
 
     def _text(self, document: Document) -> str:
         meta = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key) is not None]
@@ -154,6 +167,46 @@ class OnnxDocumentEmbedder:
                     self._cache.popitem(last=False)
         return [found[text] for text in texts]
 
+    def _stored_encode(self, documents: list[Document], texts: list[str]) -> list[np.ndarray]:
+        """Vectors from the file where it has them; the rest computed, written back; all rounded alike."""
+        vectors: list[np.ndarray | None] = [None] * len(documents)
+        by_tenant: dict[str, list[int]] = {}
+        for index, document in enumerate(documents):
+            tenant, document_id = document.meta.get("tenant_id"), document.meta.get("document_id")
+            if isinstance(tenant, str) and isinstance(document_id, str):
+                by_tenant.setdefault(tenant, []).append(index)
+        for tenant, indexes in by_tenant.items():
+            found = self._vector_cache.get(tenant, [(documents[i].meta["document_id"], texts[i]) for i in indexes])
+            for index in indexes:
+                vectors[index] = found.get((documents[index].meta["document_id"], texts[index]))
+        missing = [index for index, vector in enumerate(vectors) if vector is None]
+        if missing:
+            computed = (
+                self._cached_encode([texts[i] for i in missing])
+                if self.cache_size
+                else self._encode([texts[i] for i in missing])
+            )
+            for index, vector in zip(missing, computed, strict=True):
+                vectors[index] = stored_vector(vector)
+            computed_now = set(missing)
+            for tenant, indexes in by_tenant.items():
+                fresh = [i for i in indexes if i in computed_now]
+                self._vector_cache.put(
+                    tenant, [(documents[i].meta["document_id"], texts[i], vectors[i]) for i in fresh]
+                )
+        return vectors
+
+    def vectors(self, documents: list[Document]) -> list[np.ndarray]:
+        """The float32 vectors of ``documents`` (what ``run`` sets as ``embedding``), without copying documents."""
+        if not documents:
+            return []
+        if self._encoder is None:
+            self.warm_up()
+        texts = [self._text(document) for document in documents]
+        if self._vector_cache is not None:
+            return self._stored_encode(documents, texts)
+        return list(self._cached_encode(texts) if self.cache_size else self._encode(texts))
+
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
@@ -167,10 +220,7 @@ class OnnxDocumentEmbedder:
             raise TypeError("OnnxDocumentEmbedder expects a list of Documents; embed a string with OnnxTextEmbedder.")
         if not documents:
             return {"documents": []}
-        if self._encoder is None:
-            self.warm_up()
-        texts = [self._text(document) for document in documents]
-        vectors = self._cached_encode(texts) if self.cache_size else self._encode(texts)
+        vectors = self.vectors(documents)
         return {
             "documents": [
                 replace(document, embedding=vector.tolist())

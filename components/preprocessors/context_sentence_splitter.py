@@ -4,7 +4,7 @@ per sentence, so the query pipeline can embed every sentence in one batched call
 and :class:`components.generators.sentence_reader.SentenceReader` can pick the answer from them
 (docs/reader.md, "Pipeline").
 
-Sentences are cut with :func:`components.core.text_analysis.split_sentences` (hard-wrapped
+Sentences are cut with :func:`components.core.text_analysis.reading_sentences` (hard-wrapped
 lines joined; headings, list items and table rows are their own sentences). A
 sentence keeps where it came from in ``meta``:
 
@@ -13,7 +13,8 @@ sentence keeps where it came from in ``meta``:
 * ``position``: the sentence's position in its chunk (0 = first);
 * ``block`` / ``block_position``: its block in the chunk (a paragraph, list item or reference entry,
   :func:`components.core.text_analysis.sentence_blocks`) and its place in that block;
-* ``chunk_score``: the chunk's dense similarity (``None`` when it has none).
+* ``chunk_score``: the chunk's dense similarity (``None`` when it has none);
+* ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors.
 
 Fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are dropped: they
 are labels, not answers, and embedding them only costs time. At most
@@ -25,17 +26,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.text_analysis import sentence_blocks, source_id_of, words
-
-
-def _is_caps_heading(sentence: str) -> bool:
-    """
-    An ALL-CAPS line ("YOUR ONBOARDING BUDDY") is a heading, not an answer. A script without case (Chinese,
-    Japanese) never makes a line a heading: ``upper()`` leaves its letters as they are.
-    """
-    return sentence.upper() == sentence and not any(
-        character.isalpha() and character.upper() == character.lower() for character in sentence
-    )
+from components.core.text_analysis import reading_sentences, source_id_of
 
 
 @component
@@ -75,23 +66,24 @@ class ContextSentenceSplitter:
         sentences: list[Document] = []
         for rank, document in enumerate(documents):
             source_id = source_id_of(document)
-            position = -1
-            for block, block_sentences in enumerate(sentence_blocks(document.content or "")):
-                for block_position, sentence in enumerate(block_sentences):
-                    position += 1
-                    if len(words(sentence)) < self.min_sentence_words or _is_caps_heading(sentence):
-                        continue
-                    meta = {
-                        "source_id": source_id,
-                        "chunk_rank": rank,
-                        "position": position,
-                        "block": block,
-                        "block_position": block_position,
-                        "chunk_score": document.score,
-                    }
-                    sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
-                    if len(sentences) == self.max_sentences:
-                        return sentences
+            for position, block, block_position, sentence in reading_sentences(
+                document.content or "", self.min_sentence_words
+            ):
+                meta = {
+                    "source_id": source_id,
+                    "chunk_rank": rank,
+                    "position": position,
+                    "block": block,
+                    "block_position": block_position,
+                    "chunk_score": document.score,
+                }
+                # Where the indexing pipeline stored this sentence's vector (components/core/sentence_vector_cache.py).
+                for field in ("tenant_id", "document_id"):
+                    if document.meta.get(field) is not None:
+                        meta[field] = document.meta[field]
+                sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
+                if len(sentences) == self.max_sentences:
+                    return sentences
         return sentences
 
     @component.output_types(sentences=list[Document])

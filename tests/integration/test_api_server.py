@@ -9,6 +9,7 @@ import io
 import json
 import sqlite3
 import time
+from contextlib import closing
 
 import httpx
 import openai
@@ -39,6 +40,11 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def http(server):
     return server.client
+
+
+def _rows(path, sql, *params):
+    with closing(sqlite3.connect(path)) as connection:
+        return connection.execute(sql, params).fetchall()
 
 
 def search(http, query, identity=ACME, **options):
@@ -348,6 +354,9 @@ class TestLifecycle:
         assert handbook in self._ids(http, filters={"verified_only": True})
 
     def test_invalidate_removes_every_chunk(self, http, server, handbook):
+        vectors = server.data_dir / "sentence_vectors.sqlite"
+        stored = "SELECT count(*) FROM sentence_vectors WHERE tenant_id = 't-api' AND document_id = ?"
+        assert _rows(vectors, stored, handbook) == [(1,)]  # the indexing pipeline stored its one sentence
         result = post(
             http,
             "/invalidate/run",
@@ -356,6 +365,7 @@ class TestLifecycle:
         assert result == {"invalidated": 1, "chunks_removed": result["chunks_removed"], "cascade_id": "cascade-7"}
         assert result["chunks_removed"] >= 1
         assert handbook not in self._ids(http, filters={"exclude_tainted": False})
+        assert _rows(vectors, stored, handbook) == [(0,)]  # its sentence vectors went with it
         again = post(http, "/invalidate/run", {"tenant_id": "t-api", "document_ids": [handbook]})
         assert (again["invalidated"], again["chunks_removed"]) == (0, 0)
 

@@ -115,7 +115,7 @@ class TestTenantDelete:
             "tenant_id": "acme", "chunks_removed": 4,
             # index_events: the indexing and the glossary load.
             "removed": {"chunks": 4, "query_log_rows": 2, "index_events": 2, "tag_owners": 1, "api_keys": 2,
-                        "conversations": 2, "glossary": 1},
+                        "conversations": 2, "glossary": 1, "sentence_vectors": 4},
         }  # fmt: skip
         assert data_dir.searched_after == []
 
@@ -146,6 +146,7 @@ class TestTenantDelete:
             "api_keys": 2,
             "conversations": 2,
             "glossary": 1,
+            "sentence_vectors": 4,
         }
         assert rows(records, "SELECT count(*) FROM query_log WHERE tenant_id = 'globex'") == [(2,)]
         assert rows(records, "SELECT count(*) FROM index_events WHERE tenant_id = 'globex'") == [(2,)]
@@ -166,6 +167,11 @@ class TestTenantDelete:
         assert rows(conversations, "SELECT count(*) FROM rag_conversations WHERE tenant_id = 'globex'") == [(2,)]
         assert rows(data_dir.path / "glossary.sqlite", "SELECT tenant_id FROM glossary_vocabularies") == [("globex",)]
 
+    def test_stored_sentence_vectors_are_gone(self, data_dir):
+        vectors = data_dir.path / "sentence_vectors.sqlite"
+        assert rows(vectors, "SELECT count(*) FROM sentence_vectors WHERE tenant_id = 'acme'") == [(0,)]
+        assert rows(vectors, "SELECT count(*) FROM sentence_vectors WHERE tenant_id = 'globex'") == [(4,)]
+
 
 @pytest.mark.integration
 @pytest.mark.slow
@@ -178,8 +184,15 @@ class TestUserDelete:
         assert code == 0, out
         assert json.loads(out) == {
             "user_id": "u-alice", "tenant_id": "globex",
-            "removed": {"chunks": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1},
+            "removed": {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1},
         }  # fmt: skip
+        # The reader's stored sentence vectors of alice's private documents went with them; bob's stay.
+        assert sorted(
+            rows(
+                data_dir.path / "sentence_vectors.sqlite",
+                "SELECT DISTINCT tenant_id, document_id FROM sentence_vectors",
+            )
+        ) == [("globex", "bob-notes"), ("globex", "handbook")]
         assert rows(data_dir.path / "conversations.sqlite", "SELECT tenant_id, user_id FROM rag_conversations") == [
             ("globex", "u-bob")
         ]
@@ -201,7 +214,7 @@ class TestUserDelete:
         ]
         tombstone = rows(records, "SELECT tenant_id, details FROM index_events WHERE event = 'delete_user'")
         assert [(tenant, json.loads(details)) for tenant, details in tombstone] == [
-            ("globex", {"chunks": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1})
+            ("globex", {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1})
         ]
         assert "u-alice" not in tombstone[0][1]
         users = [entry.get("user_id") for entry in json.loads((data_dir.path / "api_keys.json").read_text())["keys"]]

@@ -135,3 +135,16 @@ def test_reader_embeds_sentences_with_the_query_embedders_model(env):
     assert {("embedder", "answerer"), ("sentence_embedder", "answerer"), ("answerer", "confidence")} <= receivers
     # The Ollama pipeline keeps its own answerer and has no reading step.
     assert "sentence_embedder" not in load_pipeline_dict("query_ollama", env=env)["components"]
+
+
+def test_indexing_stores_the_sentences_the_reader_reads(env):
+    """indexing.yml's `sentence_vectors` writes what query.yml's reading step reads: the same file, model and
+    sentence rule (docs/reader.md, "Cost"); a drift would silently send every request back to embedding."""
+    query = load_pipeline_dict("query", env=env)["components"]
+    indexing = load_pipeline_dict("indexing", env=env)["components"]["sentence_vectors"]["init_parameters"]
+    reader_side = query["sentence_embedder"]["init_parameters"]
+    assert indexing["vector_cache_path"] == reader_side["vector_cache_path"]
+    assert indexing["vector_cache_path"].startswith(env["SOURCEBOUND_DATA_DIR"])
+    assert indexing["model"] == reader_side["model"]
+    assert indexing["min_sentence_words"] == query["sentences"]["init_parameters"]["min_sentence_words"]
+    assert indexing.get("threads") == reader_side.get("threads")

@@ -35,6 +35,8 @@ class TestOnnxDocumentEmbedder:
             ({"concurrent_batches": 0}, "concurrent_batches"),
             ({"cache_size": -1}, "cache_size"),
             ({"cache_size": True}, "cache_size"),
+            ({"vector_cache_path": ""}, "vector_cache_path"),
+            ({"vector_cache_path": 3}, "vector_cache_path"),
         ):
             with pytest.raises(ValueError, match=message):
                 OnnxDocumentEmbedder(**kwargs)
@@ -53,6 +55,7 @@ class TestOnnxDocumentEmbedder:
                 "threads": 2,
                 "concurrent_batches": 1,
                 "cache_size": 0,
+                "vector_cache_path": None,
             },
         }
 
@@ -133,3 +136,35 @@ class TestOnnxDocumentEmbedderModel:
         )
         single = OnnxDocumentEmbedder().run(documents=[DOCUMENTS[2]])["documents"][0].embedding
         np.testing.assert_allclose(embedded[2].embedding, single, atol=1e-5)
+
+    def test_run_with_vector_file_reads_stored_sentences_and_writes_back_the_rest(self, tmp_path):
+        path = str(tmp_path / "sentence_vectors.sqlite")
+        keyed = [
+            Document(content=DOCUMENTS[0].content, meta={"tenant_id": "acme", "document_id": "store"}),
+            Document(content=DOCUMENTS[4].content, meta={"tenant_id": "acme", "document_id": "chunks"}),
+            Document(content=DOCUMENTS[0].content, meta={"tenant_id": "globex", "document_id": "store"}),
+            Document(content="No tenant: computed, never stored."),
+        ]
+        plain = OnnxDocumentEmbedder().run(documents=keyed)["documents"]
+        writer = OnnxDocumentEmbedder(vector_cache_path=path)
+        first = writer.run(documents=keyed[:2])["documents"]
+        assert writer._vector_cache.count() == 2
+
+        reader = OnnxDocumentEmbedder(vector_cache_path=path)
+        reader.warm_up()
+        encoded: list[list[str]] = []
+        real_encode = reader._encoder.encode
+
+        def counting_encode(texts, **kwargs):
+            encoded.append(list(texts))
+            return real_encode(texts, **kwargs)
+
+        reader._encoder = type("Spy", (), {"encode": staticmethod(counting_encode)})()
+        second = reader.run(documents=keyed)["documents"]
+        # acme's two sentences come from the file; globex's equal text is another tenant's key: computed.
+        assert encoded == [[keyed[2].content, keyed[3].content]]
+        assert reader._vector_cache.count() == 3  # globex's written back; the tenantless one is not stored
+        # Stored or computed, a vector is rounded alike (float16), so the answer never depends on a cache hit.
+        assert first[0].embedding == second[0].embedding == second[2].embedding
+        np.testing.assert_allclose(second[0].embedding, plain[0].embedding, atol=2e-3)
+        np.testing.assert_allclose(second[3].embedding, plain[3].embedding, atol=2e-3)
