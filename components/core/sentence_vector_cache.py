@@ -34,8 +34,8 @@ import numpy as np
 
 SENTENCE_VECTORS_FILE = "sentence_vectors.sqlite"  # in the data dir (pipelines/indexing.yml, query.yml)
 STORED_DTYPE = np.float16
-# SQLite's default limit of host parameters per statement is 32766; lookups go in slices well below it.
-_LOOKUP_SLICE = 500
+# SQLite's default limit of host parameters per statement is 32766; deletions go in slices well below it.
+_DELETE_SLICE = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentence_vectors (
@@ -94,18 +94,16 @@ class SentenceVectorCache:
         for document_id, text in keys:
             wanted.setdefault((document_id, text_hash(text)), []).append((document_id, text))
         found: dict[Key, np.ndarray] = {}
-        pairs = list(wanted)
+        # One primary-key lookup per sentence: an OR of (document, hash) pairs would scan the tenant's rows.
         with self._lock:
-            for start in range(0, len(pairs), _LOOKUP_SLICE):
-                part = pairs[start : start + _LOOKUP_SLICE]
-                clause = " OR ".join(["(document_id = ? AND text_hash = ?)"] * len(part))
-                rows = self._db.execute(
-                    f"SELECT document_id, text_hash, vector FROM sentence_vectors WHERE tenant_id = ? AND ({clause})",
-                    [tenant_id, *(value for pair in part for value in pair)],
-                ).fetchall()
-                for document_id, digest, blob in rows:
-                    vector = np.frombuffer(blob, dtype=STORED_DTYPE).astype(np.float32)
-                    for key in wanted.get((document_id, bytes(digest)), ()):
+            for (document_id, digest), requested in wanted.items():
+                row = self._db.execute(
+                    "SELECT vector FROM sentence_vectors WHERE tenant_id = ? AND document_id = ? AND text_hash = ?",
+                    (tenant_id, document_id, digest),
+                ).fetchone()
+                if row is not None:
+                    vector = np.frombuffer(row[0], dtype=STORED_DTYPE).astype(np.float32)
+                    for key in requested:
                         found[key] = vector
         return found
 
@@ -138,8 +136,8 @@ class SentenceVectorCache:
         ids = sorted(set(document_ids))
         removed = 0
         with self._lock, self._db:
-            for start in range(0, len(ids), _LOOKUP_SLICE):
-                part = ids[start : start + _LOOKUP_SLICE]
+            for start in range(0, len(ids), _DELETE_SLICE):
+                part = ids[start : start + _DELETE_SLICE]
                 marks = ",".join("?" * len(part))
                 removed += self._db.execute(
                     f"DELETE FROM sentence_vectors WHERE tenant_id = ? AND document_id IN ({marks})", [tenant_id, *part]

@@ -45,7 +45,7 @@ class TestSentenceVectorCache:
         assert np.abs(rounded - vector).max() < 1e-3
         np.testing.assert_array_equal(stored_vector(rounded), rounded)  # rounding twice changes nothing
 
-    def test_many_keys_are_looked_up_in_slices(self, tmp_path):
+    def test_many_keys_are_looked_up(self, tmp_path):
         cache = SentenceVectorCache(tmp_path / "v.sqlite", model_key="m@1")
         entries = [(f"doc-{i % 7}", f"Sentence number {i}.", _vector(i)) for i in range(1200)]
         cache.put("acme", entries)
