@@ -144,6 +144,11 @@ class OnnxDocumentEmbedder:
             model_key = f"{self.model}@{model_digest(self._encoder.layout.folder)}"
             self._vector_cache = SentenceVectorCache(self.vector_cache_path, model_key=model_key)
 
+    def clear_memory(self) -> None:
+        """Empty the in-memory vector cache (``cache_size``)."""
+        with self._cache_lock:
+            self._cache.clear()
+
     def _text(self, document: Document) -> str:
         meta = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key) is not None]
         return self.prefix + self.embedding_separator.join([*meta, document.content or ""]) + self.suffix

@@ -98,6 +98,10 @@ class SentenceVectorIndexer:
                 sentences.append(Document(content=sentence, meta=meta))
         return sentences
 
+    def clear_memory(self) -> None:
+        """Forget the vectors kept in memory (the file keeps its own): the next run embeds what the file lacks."""
+        self._embedder.clear_memory()
+
     @component.output_types(documents=list[Document], sentences_indexed=int)
     def run(self, documents: list[Document]) -> dict[str, Any]:
         """
