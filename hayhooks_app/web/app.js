@@ -159,6 +159,19 @@
     return source.document_name ? `Source ${source.number}: ${source.document_name}` : `Source ${source.number}`;
   }
 
+  // A link to where the source lives (docs/contract.md, "Sources"); only http(s) addresses become links, so no
+  // document can put a script: or data: URL behind a click.
+  function sourceLink(source) {
+    const url = typeof source.url === "string" ? source.url : "";
+    if (!/^https?:\/\//i.test(url)) return null;
+    const link = el("a", "source-link", "open");
+    link.href = url;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.title = source.title || url;
+    return link;
+  }
+
   function placeOf(source) {
     const parts = [];
     if (source.page_number !== null && source.page_number !== undefined) parts.push(`page ${source.page_number}`);
@@ -301,6 +314,8 @@
       item.append(makeChip(source), document.createTextNode(` ${source.document_name}`));
       const where = placeOf(source);
       if (where) item.append(el("span", "meta", ` · ${where}`));
+      const link = sourceLink(source);
+      if (link) item.append(document.createTextNode(" "), link);
       list.append(item);
     }
     return list;
@@ -448,6 +463,8 @@
         open.type = "button";
         open.addEventListener("click", () => openChunk(hit));
         head.append(el("span", "rank", `${index + 1}`), open, el("span", "meta", `score ${score(hit.score)}`));
+        const link = sourceLink(hit);
+        if (link) head.append(link);
         item.append(
           head,
           el("div", "meta", `${hit.source_id} · ${(hit.tags || []).join(", ")}`),

@@ -325,6 +325,38 @@ class TestWebPage:
         assert view.dialogs == []
         assert view.page.locator(f":is({PANELS}) :is(img, script)").count() == 0
 
+    def test_sources_link_to_where_they_live(self, open_page, server):
+        documents = [
+            {
+                "document_id": "ferry-timetable", "document_name": "Ferry timetable",
+                "source_uri": "https://wiki.example.com/ferry?tab=winter",
+                "content": "The staff ferry to the island office leaves the harbour pier at 06:45 on weekdays.",
+                "tenant_id": "acme", "tags": ["all-staff"],
+            },
+            {
+                "document_id": "ferry-scripted", "document_name": "Ferry notes",
+                "source_uri": "javascript:window.__xss = 6",
+                "content": "The staff ferry returns from the island office to the harbour pier at 18:10.",
+                "tenant_id": "acme", "tags": ["all-staff"],
+            },
+        ]  # fmt: skip
+        indexed = server.client.post("/index/run", json={"documents": documents})
+        assert indexed.status_code == 200, indexed.text
+        view = open_page("links")
+        view.identify("acme", "all-staff")
+        bubble = view.ask("When does the staff ferry leave the harbour pier for the island office?")
+        link = bubble.locator(".source-list a.source-link")
+        expect(link).to_have_count(1)
+        assert link.get_attribute("href") == "https://wiki.example.com/ferry?tab=winter"
+        assert link.get_attribute("rel") == "noopener noreferrer" and link.get_attribute("target") == "_blank"
+        results = view.search("staff ferry harbour pier island office")
+        expect(results.first).to_be_visible()
+        shown = {source_id.split(":")[0] for source_id in view.shown_source_ids()}
+        assert {"ferry-timetable", "ferry-scripted"} <= shown
+        hrefs = view.page.eval_on_selector_all("#search-results a", "links => links.map(a => a.getAttribute('href'))")
+        assert hrefs == ["https://wiki.example.com/ferry?tab=winter"]  # the javascript: address is no link
+        view.shot("source-links")
+
     def test_tenant_never_sees_another_tenants_chunks(self, open_page):
         globex = open_page("tenant-globex")
         globex.identify("globex", "everyone")
