@@ -18,6 +18,20 @@ DOCUMENTS = [
 ]
 
 
+def spy_on_encoder(embedder: OnnxDocumentEmbedder) -> list[list[str]]:
+    """Warm ``embedder`` up and record the texts of every encoder call (the vectors stay real)."""
+    embedder.warm_up()
+    encoded: list[list[str]] = []
+    real_encode = embedder._encoder.encode
+
+    def counting_encode(texts, **kwargs):
+        encoded.append(list(texts))
+        return real_encode(texts, **kwargs)
+
+    embedder._encoder = type("Spy", (), {"encode": staticmethod(counting_encode)})()
+    return encoded
+
+
 @pytest.mark.unit
 class TestOnnxDocumentEmbedder:
     def test_init(self):
@@ -108,15 +122,7 @@ class TestOnnxDocumentEmbedderModel:
 
     def test_run_with_cache_embeds_each_text_once_and_stays_bounded(self):
         embedder = OnnxDocumentEmbedder(batch_size=4, cache_size=3)
-        embedder.warm_up()
-        encoded: list[list[str]] = []
-        real_encode = embedder._encoder.encode
-
-        def counting_encode(texts, **kwargs):
-            encoded.append(list(texts))
-            return real_encode(texts, **kwargs)
-
-        embedder._encoder = type("Spy", (), {"encode": staticmethod(counting_encode)})()
+        encoded = spy_on_encoder(embedder)
         plain = OnnxDocumentEmbedder(batch_size=4).run(documents=DOCUMENTS)["documents"]
         first = embedder.run(documents=DOCUMENTS[:2] + DOCUMENTS[:1])["documents"]
         assert encoded == [[DOCUMENTS[0].content, DOCUMENTS[1].content]]  # the repeated text once
@@ -151,15 +157,7 @@ class TestOnnxDocumentEmbedderModel:
         assert writer._vector_cache.count() == 2
 
         reader = OnnxDocumentEmbedder(vector_cache_path=path)
-        reader.warm_up()
-        encoded: list[list[str]] = []
-        real_encode = reader._encoder.encode
-
-        def counting_encode(texts, **kwargs):
-            encoded.append(list(texts))
-            return real_encode(texts, **kwargs)
-
-        reader._encoder = type("Spy", (), {"encode": staticmethod(counting_encode)})()
+        encoded = spy_on_encoder(reader)
         second = reader.run(documents=keyed)["documents"]
         # acme's two sentences come from the file; globex's equal text is another tenant's key: computed.
         assert encoded == [[keyed[2].content, keyed[3].content]]
