@@ -24,6 +24,9 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
     from components.core.runtime import keep_torch_out
+    from hayhooks_app.memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # before any thread allocates (docs/operations.md, "Memory")
 
     # Before anything imports Haystack, which would import torch (docs/embeddings.md).
     torch_excluded = keep_torch_out()

@@ -54,6 +54,7 @@ from hayhooks_app.errors import ApiError, describe_validation_errors, install_er
 from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.glossary import glossary_routes
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
+from hayhooks_app.memory import return_freed_memory
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
@@ -148,6 +149,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             if summary["corpus"] or summary["tags_loaded"]:
                 logger.info("First start: %s", summary)
             await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
+            return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
             admin.publish()  # the CLI now finds this server (hayhooks_app.server_link)
