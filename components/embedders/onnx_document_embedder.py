@@ -8,6 +8,7 @@ text rather than to the longest of an arbitrary mix. See ``docs/embeddings.md``.
 """
 
 import logging
+import sqlite3
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -181,7 +182,11 @@ class OnnxDocumentEmbedder:
             if isinstance(tenant, str) and isinstance(document_id, str):
                 by_tenant.setdefault(tenant, []).append(index)
         for tenant, indexes in by_tenant.items():
-            found = self._vector_cache.get(tenant, [(documents[i].meta["document_id"], texts[i]) for i in indexes])
+            try:
+                found = self._vector_cache.get(tenant, [(documents[i].meta["document_id"], texts[i]) for i in indexes])
+            except sqlite3.Error as error:  # a cache: an unreadable file costs time, never the request
+                logger.warning("OnnxDocumentEmbedder: sentence vector file unreadable (%s); embedding instead", error)
+                found = {}
             for index in indexes:
                 vectors[index] = found.get((documents[index].meta["document_id"], texts[index]))
         missing = [index for index, vector in enumerate(vectors) if vector is None]
@@ -196,9 +201,12 @@ class OnnxDocumentEmbedder:
             computed_now = set(missing)
             for tenant, indexes in by_tenant.items():
                 fresh = [i for i in indexes if i in computed_now]
-                self._vector_cache.put(
-                    tenant, [(documents[i].meta["document_id"], texts[i], vectors[i]) for i in fresh]
-                )
+                try:
+                    self._vector_cache.put(
+                        tenant, [(documents[i].meta["document_id"], texts[i], vectors[i]) for i in fresh]
+                    )
+                except sqlite3.Error as error:  # e.g. a full disk: the vectors are still returned
+                    logger.warning("OnnxDocumentEmbedder: sentence vectors not stored (%s)", error)
         return vectors
 
     def vectors(self, documents: list[Document]) -> list[np.ndarray]:

@@ -155,6 +155,16 @@ class TestRag:
         )
         assert "gpt-4o" in message
 
+    def test_reader_reads_the_sentence_vectors_indexing_stored(self, http, server):
+        # Every context sentence was embedded when its chunk was indexed: a /rag request adds nothing to the file
+        # (a sentence the file lacked would be embedded now and written back; docs/reader.md, "Cost").
+        vectors = server.data_dir / "sentence_vectors.sqlite"
+        before = _rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0]
+        assert before > 100  # the sample corpus, indexed at the first start
+        for query, identity in ((MEAL, ACME), (MEAL, GLOBEX), (ABSENT, ACME)):
+            post(http, "/rag/run", {"query": query, **identity})
+        assert _rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0] == before
+
     def test_same_request_same_answer(self, http):
         first = post(http, "/rag/run", {"query": MEAL, **ACME})
         second = post(http, "/rag/run", {"query": MEAL, **ACME})

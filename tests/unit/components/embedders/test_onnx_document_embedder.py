@@ -166,3 +166,13 @@ class TestOnnxDocumentEmbedderModel:
         assert first[0].embedding == second[0].embedding == second[2].embedding
         np.testing.assert_allclose(second[0].embedding, plain[0].embedding, atol=2e-3)
         np.testing.assert_allclose(second[3].embedding, plain[3].embedding, atol=2e-3)
+
+    def test_an_unusable_vector_file_costs_time_not_the_request(self, tmp_path, caplog):
+        keyed = [Document(content=DOCUMENTS[0].content, meta={"tenant_id": "acme", "document_id": "store"})]
+        embedder = OnnxDocumentEmbedder(vector_cache_path=str(tmp_path / "sentence_vectors.sqlite"))
+        embedder.warm_up()
+        embedder._vector_cache.close()  # every read and write now fails with sqlite3.ProgrammingError
+        embedded = embedder.run(documents=keyed)["documents"]
+        plain = OnnxDocumentEmbedder().run(documents=keyed)["documents"]
+        np.testing.assert_allclose(embedded[0].embedding, plain[0].embedding, atol=2e-3)
+        assert "unreadable" in caplog.text and "not stored" in caplog.text
