@@ -5,8 +5,9 @@ A backup is a directory: the files of the data directory at one point in time an
 (format version, sourcebound version, embedding and sparse model, chunk and document counts per tenant,
 size, mode and SHA-256 of every file). How each file is taken:
 
-- the Qdrant Edge shard folder: copied while the store holds writers back (``writes_paused``; queries go on),
-  after a flush, so the copy loads as the shard did at that moment;
+- the Qdrant Edge shard folder: copied while writers run, then, while the store holds writers back
+  (``writes_paused``; queries go on) and after a flush, compared block by block and brought up to date, so the
+  copy loads as the shard did at that moment and writers wait only for what changed;
 - every ``*.sqlite`` file: SQLite's online backup API (a consistent copy while others read and write it);
 - every other file (keys, secrets, state of later features): copied as bytes.
 
@@ -147,6 +148,79 @@ def _copy_file(source: Path, target: Path) -> None:
     os.chmod(target, source.stat().st_mode & 0o777)
 
 
+_COMPARE_BLOCK = 1 << 20
+
+
+def _precopy(shard: Path, data_dir: Path, partial: Path) -> set[Path]:
+    """
+    Copy the shard's files while writers run; returns the files copied. The copy may be torn (the engine writes
+    through memory maps, which do not always move a file's mtime): ``_copy_changed`` compares every byte.
+    """
+    copied = set()
+    for path in _files(shard):
+        try:
+            _copy_file(path, partial / path.relative_to(data_dir))
+        except FileNotFoundError:  # the engine replaced it meanwhile: the pause copies what is there then
+            continue
+        copied.add(path)
+    return copied
+
+
+def _merged(ranges: list[tuple[int, int]], limit: int) -> Iterator[tuple[int, int]]:
+    """The union of ``ranges``, cut at ``limit``, in order."""
+    current: tuple[int, int] | None = None
+    for start, end in sorted(ranges):
+        end = min(end, limit)
+        if start >= end:
+            continue
+        if current is not None and start <= current[1]:
+            current = (current[0], max(current[1], end))
+            continue
+        if current is not None:
+            yield current
+        current = (start, end)
+    if current is not None:
+        yield current
+
+
+def _update_copy(source: Path, target: Path) -> None:
+    """Make ``target`` (an earlier copy of ``source``) equal to it, writing only the blocks that differ."""
+    with open(source, "rb") as reader, open(target, "r+b") as writer:
+        size = os.fstat(reader.fileno()).st_size
+        # Where either file holds data: the rest reads as zeros in both.
+        ranges = [*_data_ranges(reader.fileno(), size)]
+        copied_size = os.fstat(writer.fileno()).st_size
+        ranges += _data_ranges(writer.fileno(), copied_size)
+        if copied_size != size:
+            writer.truncate(size)
+        for start, end in _merged(ranges, size):
+            for offset in range(start, end, _COMPARE_BLOCK):
+                length = min(_COMPARE_BLOCK, end - offset)
+                current = os.pread(reader.fileno(), length, offset)
+                if current != os.pread(writer.fileno(), length, offset):
+                    os.pwrite(writer.fileno(), current, offset)
+    os.chmod(target, source.stat().st_mode & 0o777)
+
+
+def _copy_changed(shard: Path, data_dir: Path, partial: Path, precopied: set[Path] | None) -> None:
+    """
+    Inside the pause: make the copy equal to the flushed shard. Pre-copied files are compared block by block and
+    only differing blocks rewritten (the bulk, sealed segments, is read, not written); new files are copied; files
+    gone are removed.
+    """
+    precopied = precopied or set()
+    present = set()
+    for path in _files(shard):
+        present.add(path)
+        target = partial / path.relative_to(data_dir)
+        if path in precopied and target.exists():
+            _update_copy(path, target)
+        else:
+            _copy_file(path, target)
+    for path in precopied - present:
+        (partial / path.relative_to(data_dir)).unlink(missing_ok=True)
+
+
 def _sync_tree(root: Path) -> None:
     """fsync every file and folder under ``root``, deepest first."""
     for folder, _directories, names in os.walk(root, topdown=False):
@@ -219,13 +293,15 @@ def create_backup(
     partial = target.parent / f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         partial.mkdir(mode=0o700)
+        # Most of the shard is copied while writers run; the pause then copies only what changed since.
+        expected_shard = Path(getattr(store, "path", data_dir / "qdrant")).resolve()
+        precopy = _precopy(expected_shard, data_dir, partial) if data_dir in expected_shard.parents else None
         with hold() if hold is not None else nullcontext(), store.writes_paused() as shard_path:
             paused = time.perf_counter()
             shard = Path(shard_path)
             if data_dir not in shard.parents:
                 raise BackupError(f"The store's shard {shard} is outside the data directory {data_dir}.")
-            for path in _files(shard):
-                _copy_file(path, partial / path.relative_to(data_dir))
+            _copy_changed(shard, data_dir, partial, precopy if shard == expected_shard else None)
             for path in _files(data_dir, exclude=shard):
                 copy = _backup_sqlite if path.suffix == ".sqlite" else _copy_file
                 copy(path, partial / path.relative_to(data_dir))

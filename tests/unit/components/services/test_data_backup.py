@@ -15,6 +15,7 @@ import pytest
 from haystack import Document
 
 from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+from components.services import data_backup
 from components.services.data_backup import (
     FORMAT_VERSION,
     MANIFEST_NAME,
@@ -366,3 +367,56 @@ class TestCommands:
         assert "12 chunks in 12 documents of 1 tenant(s), " in capsys.readouterr().out
         assert main(["stats", "--data-dir", str(tmp_path / "new")]) == 0
         assert "acme: 12 documents, 12 chunks" in capsys.readouterr().out
+
+
+@pytest.mark.unit
+class TestPrecopy:
+    def test_the_pause_makes_the_precopy_equal_writing_only_what_differs(self, tmp_path):
+        data_dir, partial = tmp_path / "data", tmp_path / "partial"
+        shard = data_dir / "qdrant"
+        (shard / "segments").mkdir(parents=True)
+        partial.mkdir()
+        sealed = bytes(range(256)) * 8192  # 2 MB: two compare blocks
+        (shard / "segments" / "sealed").write_bytes(sealed)
+        (shard / "segments" / "mapped").write_bytes(b"m" * (3 << 20))
+        (shard / "segments" / "merged").write_bytes(b"x" * 50)
+        with open(shard / "segments" / "sparse", "wb") as handle:  # preallocated: data, a hole, data
+            handle.write(b"a" * 4096)
+            handle.seek(8 << 20)
+            handle.write(b"b" * 4096)
+        (shard / "wal").write_bytes(b"w" * 10)
+
+        precopied = data_backup._precopy(shard, data_dir, partial)
+        copy = partial / "qdrant"
+        written_before = {path: (copy / path).stat().st_mtime_ns for path in ("segments/sealed", "segments/mapped")}
+        # A write through a memory map need not move the file's mtime: same size, same mtime, other bytes.
+        status = (shard / "segments" / "mapped").stat()
+        with open(shard / "segments" / "mapped", "r+b") as handle:
+            handle.seek(2 << 20)
+            handle.write(b"M" * 10)
+        os.utime(shard / "segments" / "mapped", ns=(status.st_atime_ns, status.st_mtime_ns))
+        with open(shard / "segments" / "sparse", "r+b") as handle:  # data written into the hole
+            handle.seek(4 << 20)
+            handle.write(b"c" * 100)
+        (shard / "segments" / "merged").unlink()
+        (shard / "segments" / "new").write_bytes(b"n")
+        with open(shard / "wal", "ab") as handle:
+            handle.write(b"more")
+        time.sleep(0.01)  # so a rewrite of the copy would show in its mtime
+
+        data_backup._copy_changed(shard, data_dir, partial, precopied)
+
+        names = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file())
+        assert names == ["segments/mapped", "segments/new", "segments/sealed", "segments/sparse", "wal"]
+        for name in names:
+            assert (copy / name).read_bytes() == (shard / name).read_bytes(), name
+        assert (copy / "segments" / "sealed").stat().st_mtime_ns == written_before["segments/sealed"]  # only read
+        assert (copy / "segments" / "mapped").stat().st_mtime_ns != written_before["segments/mapped"]
+
+    def test_without_a_precopy_everything_is_copied_in_the_pause(self, tmp_path):
+        data_dir, partial = tmp_path / "data", tmp_path / "partial"
+        (data_dir / "qdrant").mkdir(parents=True)
+        partial.mkdir()
+        (data_dir / "qdrant" / "segment").write_bytes(b"x" * 10)
+        data_backup._copy_changed(data_dir / "qdrant", data_dir, partial, None)
+        assert (partial / "qdrant" / "segment").read_bytes() == b"x" * 10
