@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.core.state import database_url
 from components.services import document_lifecycle
 from hayhooks_app import cli_keys
 from hayhooks_app.conversations import CONVERSATIONS_FILE, erase_conversations
@@ -82,7 +83,7 @@ def erase_user(
     """
     report = {"chunks": document_lifecycle.delete_user(store, user_id, tenant_id)}
     keys = 0
-    if keys_file is not None and Path(keys_file).exists():
+    if keys_file is not None and (Path(keys_file).exists() or database_url()):
         tenants = {record.tenant_id for record in cli_keys.list_keys(keys_file) if record.user_id == user_id}
         for tenant in sorted(tenants if tenant_id is None else tenants & {tenant_id}):
             keys += cli_keys.revoke_where(keys_file, tenant, user_id=user_id)

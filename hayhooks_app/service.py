@@ -221,6 +221,8 @@ class ServiceContainer:
             self.pipeline(kind)
         _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
         metrics.track_index_size(self.store.count_documents)
+        metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
+        self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
         return self
 
     def close(self) -> None:
