@@ -102,12 +102,13 @@ class StateDatabase:
         return self.dialect == "sqlite"
 
     @contextmanager
-    def begin(self, immediate: bool = False) -> Iterator[Connection]:
+    def begin(self, immediate: bool = True) -> Iterator[Connection]:
         """
-        A connection in one transaction, committed on leaving (rolled back on an exception).
+        A connection in one write transaction, committed on leaving (rolled back on an exception).
 
-        :param immediate: On SQLite, take the write lock at ``BEGIN`` (``BEGIN IMMEDIATE``), so a
-            read-then-write cannot interleave with another writer's.
+        :param immediate: On SQLite, take the write lock at ``BEGIN`` (``BEGIN IMMEDIATE``): a read-then-write
+            then waits for another writer (busy timeout) instead of failing with "database is locked" when its
+            read lock cannot be upgraded. Reads use :meth:`connect`.
         """
         with self.engine.connect() as connection:
             if immediate and self.is_sqlite:
