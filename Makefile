@@ -49,7 +49,7 @@ provision-git:
 	@command -v git >/dev/null || { echo "Installing git for the source-sync tests (apt-get) ..."; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y git; }
 
-# The state-layer tests (tests/unit/components/core/state, tests/integration/test_replicas.py) start private
+# The state-layer tests (tests/integration/test_state_layer.py, test_replicas.py) start private
 # PostgreSQL clusters with Debian's postgresql binaries (docs/operations.md "Replicas"); the system service is not used.
 provision-postgresql:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
