@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve lint test test-fast test-slow eval bench bench-store bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -84,6 +84,10 @@ bench-store: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The state layer on a private loopback PostgreSQL (bench/README.md, "State layer").
+bench-state: $(STAMP) provision-postgresql
+	$(BIN)/python -m bench.state_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -199,10 +199,23 @@ class ConversationService:
 
         :raises ApiError: 404 when the conversation is not the caller's.
         """
-        with self._lock, self.database.connect() as connection:
-            self._check_owner(connection, conversation_id, identity)
-            summary, _ = self._summary(connection, conversation_id)
-            pending = self._pending(connection, conversation_id)
+        tenant_id, user_id = _owner(identity)
+        # One round trip (every RAG request with a conversation pays it): the owner check, the newest summary
+        # and the unsummarised turns together; no row at all when the conversation is not the caller's.
+        with self.database.connect() as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT m.id, m.role, m.content, (SELECT s.summary_text FROM rag_conversation_summaries s "
+                    "WHERE s.thread_id = c.id ORDER BY s.id DESC LIMIT 1) FROM rag_conversations c "
+                    "LEFT JOIN rag_conversation_messages m ON m.conversation_id = c.id AND m.summarized = 0 "
+                    "WHERE c.id = :id AND c.tenant_id = :tenant_id AND c.user_id = :user_id ORDER BY m.id"
+                ),
+                {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id},
+            ).all()
+        if not rows:
+            raise conversation_not_found(conversation_id)
+        summary = rows[0][3]
+        pending = [(message_id, role, content) for message_id, role, content, _ in rows if message_id is not None]
         history = [{"role": "system", "content": f"{SUMMARY_HEADER}\n{summary}"}] if summary else []
         return history + [{"role": role, "content": content} for _, role, content in pending]
 
