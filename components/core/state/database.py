@@ -46,6 +46,9 @@ _SQLITE_PRAGMAS = {
 
 _shared: dict[str, "StateDatabase"] = {}
 _shared_lock = threading.Lock()
+# Store files this process has migrated and their revision: opening one again (a new store object per call,
+# as some callers make) reads its version row instead of running Alembic; a replaced file is migrated again.
+_migrated_files: dict[tuple[str, str], str] = {}
 
 
 def database_url(url: str | None = None) -> str | None:
@@ -195,8 +198,23 @@ def open_state(store: str, sqlite_path: str | os.PathLike | None, url: str | Non
         if not sqlite_path:
             raise ValueError(f"The {store} store needs a SQLite file path or {DATABASE_URL_ENV}.")
         database = create_database(f"sqlite:///{Path(sqlite_path)}", _SQLITE_PRAGMAS[store], shared=False)
+        key = (store, str(Path(sqlite_path).resolve()))
+        if key in _migrated_files and _revision(database, store) == _migrated_files[key]:
+            database._migrated.add(store)
+            return database
     database.migrate(store)
+    if not database.shared:
+        _migrated_files[key] = _revision(database, store)
     return database
+
+
+def _revision(database: StateDatabase, store: str) -> str | None:
+    """The store's revision in its own file (one indexed read), ``None`` when it has none."""
+    try:
+        with database.connect() as connection:
+            return connection.execute(sa.text(f"SELECT version_num FROM alembic_version_{store}")).scalar()
+    except sa.exc.DBAPIError:
+        return None
 
 
 def dispose_shared() -> None:
