@@ -35,7 +35,6 @@ def _run(args: argparse.Namespace) -> int:
     from components.core.state.migrations import current
 
     data_dir = _data_dir(args)
-    files = {store: STORE_FILES[store][0] if store in STORE_FILES else "api_keys.sqlite" for store in STORES}
     try:
         if args.state_command == "import":
             if database_url() is None:
@@ -51,9 +50,9 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_OK
         report = {}
         for store in STORES:
-            if store == "keys" and database_url() is None:
+            if store not in STORE_FILES and database_url() is None:
                 continue  # the embedded default keeps keys in api_keys.json
-            database = open_state(store, data_dir / files[store])
+            database = open_state(store, data_dir / STORE_FILES[store][0] if store in STORE_FILES else None)
             report[store] = {"database": database.engine.url.render_as_string(), "revision": current(database, store)}
             database.dispose()
         print(json.dumps(report, indent=2))
@@ -65,11 +64,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``state`` command group (``migrate``, ``import``, ``status``)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="data folder (default: SOURCEBOUND_DATA_DIR or ./data)")
     parser = subparsers.add_parser("state", help="the state database: migrate, import a data dir, status")
-    parser.add_argument("--data-dir", help="data folder (default: SOURCEBOUND_DATA_DIR or ./data)")
     commands = parser.add_subparsers(dest="state_command", required=True)
-    commands.add_parser("migrate", help="bring every store's tables to the newest revision")
-    commands.add_parser("import", help="copy the data dir's SQLite files and keys into SOURCEBOUND_DATABASE_URL")
-    commands.add_parser("status", help="each store's database and revision (migrates first)")
+    commands.add_parser("migrate", parents=[common], help="bring every store's tables to the newest revision")
+    commands.add_parser(
+        "import", parents=[common], help="copy the data dir's SQLite files and keys into SOURCEBOUND_DATABASE_URL"
+    )
+    commands.add_parser("status", parents=[common], help="each store's database and revision (migrates first)")
     parser.set_defaults(func=_run)
     return parser

@@ -2,18 +2,22 @@
 Two app processes on one PostgreSQL (docs/operations.md "Replicas"): each with its own data dir and local vector
 engine (no Qdrant server runs here), sharing only ``SOURCEBOUND_DATABASE_URL``. A key made with the CLI works on
 both, its revocation reaches both within the key cache's bound, a tag owner set from the CLI is seen by a tenant
-delete on a replica, both write one query log (hashed alike, none lost on SIGTERM), and a conversation or
-glossary made on one replica is read on the other.
+delete on a replica, both write one query log (hashed alike, none lost on SIGTERM), a conversation or glossary
+made on one replica is read on the other, and one GitHub delivery sent to both is accepted once.
 """
 
 import os
 import subprocess
 import sys
+import threading
 import time
+import uuid
 
 import pytest
 import sqlalchemy as sa
+import yaml
 from support.api_server import REPO, ApiServer
+from support.git_repos import GitRepo, github_signature, push_payload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -138,3 +142,77 @@ class TestSharedState:
         with world["engine"].connect() as connection:
             count = connection.execute(sa.text("SELECT count(*) FROM query_log WHERE tenant_id = 'hooli'")).scalar()
         assert count == 40
+
+
+WEBHOOK_SECRET = "replicas-webhook-secret"
+
+
+@pytest.fixture(scope="module")
+def sourced(postgres_cluster, tmp_path_factory):
+    """Two replicas declaring one git source (a ``file://`` repository), on one PostgreSQL."""
+    url = postgres_cluster.create_database()
+    root = tmp_path_factory.mktemp("replica-sources")
+    repo = GitRepo(root / "repo")
+    first = repo.commit({"README.md": "# Handbook\n\nThe deploy freeze starts every Friday at noon.\n"})
+    sources = root / "sources.yml"
+    source = {"name": "handbook", "type": "git", "url": repo.url, "branch": "main", "include": ["**/*.md"],
+              "tenant_id": "acme", "tags": ["eng"], "webhook_secret": "${HANDBOOK_WEBHOOK_SECRET}"}  # fmt: skip
+    sources.write_text(yaml.safe_dump({"sources": [source]}), encoding="utf-8")
+    env = {
+        "SOURCEBOUND_DATABASE_URL": url,
+        "SOURCEBOUND_AUTH_MODE": "api_key",
+        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        "SOURCEBOUND_SOURCES": str(sources),
+        "HANDBOOK_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "SOURCEBOUND_RECONCILE_INTERVAL": "0",
+    }
+    cli_env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("SOURCEBOUND_")},
+        "SOURCEBOUND_DATABASE_URL": url,
+        "SOURCEBOUND_DATA_DIR": str(root / "operator"),
+    }
+    admin = subprocess.run(
+        [sys.executable, "-m", "hayhooks_app", "keys", "add", "--tenant", "acme", "--tags", "eng",
+         "--permissions", "read,write,admin"],
+        cwd=REPO, env=cli_env, capture_output=True, text=True, check=True,
+    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    one, two = ApiServer(root / "one", env=env).start(), ApiServer(root / "two", env=env).start()
+    try:
+        yield {"one": one, "two": two, "repo": repo, "first": first, "admin": admin}
+    finally:
+        for server in (one, two):
+            server.stop()
+
+
+class TestSharedSources:
+    def test_one_delivery_sent_to_both_replicas_is_accepted_once_and_its_job_is_seen_by_both(self, sourced):
+        body = push_payload(sourced["repo"], "0" * 40, sourced["first"], {"added": ["README.md"]})
+        delivery = str(uuid.uuid4())
+        headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+                   "X-Hub-Signature-256": github_signature(WEBHOOK_SECRET, body)}  # fmt: skip
+        barrier, responses = threading.Barrier(2), {}
+
+        def send(name: str) -> None:
+            barrier.wait()
+            responses[name] = sourced[name].client.post("/webhooks/github/handbook", content=body, headers=headers)
+
+        threads = [threading.Thread(target=send, args=(name,)) for name in ("one", "two")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        codes = sorted(response.status_code for response in responses.values())
+        assert codes == [200, 202], {name: response.text for name, response in responses.items()}
+        accepted = next(response.json() for response in responses.values() if response.status_code == 202)
+        duplicate = next(response.json() for response in responses.values() if response.status_code == 200)
+        assert duplicate["duplicate"] is True and duplicate["delivery"] == delivery
+        deadline, jobs = time.monotonic() + 120, {}
+        while time.monotonic() < deadline:
+            jobs = {
+                name: sourced[name].client.get(f"/jobs/{accepted['job_id']}", headers=bearer(sourced["admin"])).json()
+                for name in ("one", "two")
+            }
+            if all(job["status"] in ("succeeded", "failed") for job in jobs.values()):
+                break
+            time.sleep(0.2)
+        assert jobs["one"] == jobs["two"] and jobs["one"]["status"] == "succeeded", jobs

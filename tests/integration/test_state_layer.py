@@ -363,3 +363,32 @@ class TestDataDirWrittenBeforeTheStateLayer:
         assert not (data / "api_keys.json").exists() and (data / "api_keys.json.imported").exists()
         assert keys.lookup("sb_pre_state_service_key_00000000000000000000").act_as_users == ("u-*",)
         assert json.loads((data / "api_keys.json.imported").read_text())["keys"]
+
+
+class TestStateCommand:
+    def test_import_then_status_name_the_shared_database(self, postgres_url, tmp_path, monkeypatch, capsys):
+        from hayhooks_app.cli import main
+
+        data = tmp_path / "data"
+        shutil.copytree(PRE_STATE, data)
+        assert main(["state", "import", "--data-dir", str(data)]) == 1  # no shared database named
+        assert "set SOURCEBOUND_DATABASE_URL" in capsys.readouterr().err
+        monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
+        assert main(["state", "import", "--data-dir", str(data)]) == 0
+        imported = json.loads(capsys.readouterr().out)["imported_rows"]
+        assert imported["tags"] == 3 and (data / "api_keys.json.imported").exists()
+        assert main(["state", "status", "--data-dir", str(data)]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert {store: entry["revision"] for store, entry in status.items()} == HEADS
+        assert all(entry["database"].startswith("postgresql+psycopg://sb@") for entry in status.values())
+        assert ApiKeyStore(data / "api_keys.json").lookup("sb_pre_state_alice_key_0000000000000000000000")
+
+    def test_status_without_a_shared_database_migrates_the_data_dir_files(self, tmp_path, capsys):
+        from hayhooks_app.cli import main
+
+        assert main(["state", "migrate", "--data-dir", str(tmp_path)]) == 0
+        capsys.readouterr()
+        assert main(["state", "status", "--data-dir", str(tmp_path)]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert set(status) == set(HEADS) - {"keys"}  # the embedded default keeps keys in api_keys.json
+        assert (tmp_path / "sources.sqlite").exists() and not (tmp_path / "api_keys.json").exists()
