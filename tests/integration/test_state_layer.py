@@ -44,9 +44,13 @@ ALICE = Identity(tenant_id="acme", user_tags=("hr",), user_id="u-alice")
 @pytest.fixture(params=["sqlite", "postgresql"])
 def state_url(request, tmp_path):
     """The shared database of one test: a SQLite file, or a fresh PostgreSQL database."""
+    from components.core.state.database import dispose_shared
+
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.sqlite'}"
-    return request.getfixturevalue("postgres_url")
+        yield f"sqlite:///{tmp_path / 'state.sqlite'}"
+        dispose_shared()
+    else:
+        yield request.getfixturevalue("postgres_url")
 
 
 def _parallel(count: int, action) -> list:
@@ -81,9 +85,12 @@ class TestMigrations:
         _parallel(4, lambda index: databases[index].migrate("records"))
         assert {current(database, "records") for database in databases} == {HEADS["records"]}
 
-    def test_unknown_engine_is_refused_with_the_setting_named(self):
+    def test_unknown_engine_or_malformed_url_is_refused_with_the_setting_named(self):
         with pytest.raises(ValueError, match="SOURCEBOUND_DATABASE_URL must be a sqlite"):
             open_state("tags", None, "mysql://db/sourcebound")
+        with pytest.raises(ValueError, match="SOURCEBOUND_DATABASE_URL is not an SQLAlchemy URL") as raised:
+            open_state("tags", None, "not a url with secret-password")
+        assert "secret-password" not in str(raised.value)
 
 
 class TestTags:

@@ -19,7 +19,9 @@ with db.begin() as connection:
 """
 
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +59,22 @@ def database_url(url: str | None = None) -> str | None:
     return value.strip() or None
 
 
+def _apply_pragma(dbapi_connection, pragma: str, timeout: float) -> None:
+    """Set one pragma; switching a new file to WAL waits for a writer of another process instead of failing."""
+    if pragma == "journal_mode = WAL" and dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            dbapi_connection.execute(f"PRAGMA {pragma}")
+            return
+        except sqlite3.OperationalError as error:
+            # The busy timeout does not cover a journal-mode change: retry it within the same bound.
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _sqlite_engine(url: str, pragmas: tuple[str, ...], timeout: float) -> Engine:
     engine = sa.create_engine(url, connect_args={"timeout": timeout, "check_same_thread": False})
 
@@ -66,7 +84,7 @@ def _sqlite_engine(url: str, pragmas: tuple[str, ...], timeout: float) -> Engine
         # IMMEDIATE); the pragmas are the store's settings.
         dbapi_connection.isolation_level = None
         for pragma in pragmas:
-            dbapi_connection.execute(f"PRAGMA {pragma}")
+            _apply_pragma(dbapi_connection, pragma, timeout)
 
     @sa.event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
@@ -162,7 +180,14 @@ def create_database(
     :param pragmas: SQLite settings applied on every new connection.
     :param shared: Whether the database is the one every store shares.
     """
-    parsed = sa.engine.make_url(url)
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError as error:
+        # The URL may hold a password: the message names the setting, not its value.
+        raise ValueError(
+            f"{DATABASE_URL_ENV} is not an SQLAlchemy URL; expected e.g. "
+            "postgresql+psycopg://USER:PASSWORD@HOST:5432/DB or sqlite:////path/state.sqlite."
+        ) from error
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
