@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git serve lint test test-fast test-slow eval bench bench-store bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve lint test test-fast test-slow eval bench bench-store bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -49,6 +49,15 @@ provision-git:
 	@command -v git >/dev/null || { echo "Installing git for the source-sync tests (apt-get) ..."; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y git; }
 
+# The state-layer tests (tests/integration/test_state_layer.py, test_replicas.py) start private
+# PostgreSQL clusters with Debian's postgresql binaries (docs/operations.md "Replicas"); the system service is not used.
+provision-postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "Installing postgresql for the state-layer tests (apt-get) ..."; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "postgresql is still missing: install it (apt-get install postgresql)."; exit 1; }
+
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
@@ -58,13 +67,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint provision-browser provision-rabbitmq provision-git
+test: lint provision-browser provision-rabbitmq provision-git provision-postgresql
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP) provision-rabbitmq provision-git
+test-fast: $(STAMP) provision-rabbitmq provision-git provision-postgresql
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP) provision-browser provision-rabbitmq provision-git
+test-slow: $(STAMP) provision-browser provision-rabbitmq provision-git provision-postgresql
 	$(BIN)/python -m pytest -m slow
 
 eval: $(STAMP)
@@ -75,6 +84,10 @@ bench-store: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The state layer on a private loopback PostgreSQL (bench/README.md, "State layer").
+bench-state: $(STAMP) provision-postgresql
+	$(BIN)/python -m bench.state_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -22,6 +22,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.core.vocabulary import GlossaryError, compile_vocabulary, parse_glossary_csv, vocabulary_json
 
@@ -69,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     except GlossaryError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except (sqlite3.Error, OSError, UnicodeDecodeError) as error:
+    except (sqlite3.Error, SQLAlchemyError, OSError, UnicodeDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(result, indent=2) if args.json else text)

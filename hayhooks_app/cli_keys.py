@@ -1,7 +1,9 @@
 """
 Manage the API keys of ``api_key`` mode: ``keys add``, ``keys list``, ``keys revoke``.
 
-Only ``sha256(key)`` is written to the keys file; the key itself is printed once, on creation.
+Only ``sha256(key)`` is written to the keys file; the key itself is printed once, on creation. With
+``SOURCEBOUND_DATABASE_URL`` set, the keys are those of the shared database (every replica sees them;
+docs/operations.md "Replicas") and a keys file left in the data directory is imported once.
 
 Usage (either entry point):
 
@@ -25,8 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from components.core.state import database_url
 from hayhooks_app.config import Settings
-from hayhooks_app.identity import PERMISSIONS, ApiKeyRecord, hash_key
+from hayhooks_app.identity import PERMISSIONS, ApiKeyRecord, SqlApiKeys, hash_key
 
 KEY_PREFIX = "sb_"
 
@@ -38,6 +43,11 @@ def _read(path: Path) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
         raise ValueError(f"{path} is not a keys file (expected an object with a 'keys' list).")
     return data
+
+
+def _shared(keys_file: Path | None) -> SqlApiKeys | None:
+    """The shared database's keys when ``SOURCEBOUND_DATABASE_URL`` is set (the file is then imported once)."""
+    return SqlApiKeys.open(Path(keys_file) if keys_file else None) if database_url() else None
 
 
 def _write(path: Path, data: dict) -> None:
@@ -69,7 +79,7 @@ def register_key(
     """
     Create an API key and store its hash.
 
-    :param keys_file: The keys file (created if missing).
+    :param keys_file: The keys file (created if missing; with a shared database, imported once).
     :param tenant_id: The tenant the key acts for.
     :param tags: The tags the key may read (and write, with ``write``).
     :param user_id: The user the key acts as.
@@ -98,6 +108,10 @@ def register_key(
             "act_as_users": list(dict.fromkeys(act_as_users)) if act_as_users is not None else None,
         }
     )
+    shared = _shared(keys_file)
+    if shared is not None:
+        shared.add(record)
+        return key, record
     data = _read(Path(keys_file))
     if any(entry.get("sha256") == record.key_hash for entry in data["keys"]):
         raise ValueError("this key is already registered.")
@@ -108,11 +122,17 @@ def register_key(
 
 def list_keys(keys_file: Path) -> list[ApiKeyRecord]:
     """The stored key records (hashes only)."""
+    shared = _shared(keys_file)
+    if shared is not None:
+        return shared.list()
     return [ApiKeyRecord.from_dict(entry) for entry in _read(Path(keys_file))["keys"]]
 
 
 def revoke_key(keys_file: Path, key_id: str) -> bool:
     """Remove the key with this id (``key-<12 hex>``); ``True`` if one was removed."""
+    shared = _shared(keys_file)
+    if shared is not None:
+        return shared.revoke(key_id)
     data = _read(Path(keys_file))
     kept = [entry for entry in data["keys"] if ApiKeyRecord.from_dict(entry).key_id != key_id]
     if len(kept) == len(data["keys"]):
@@ -128,6 +148,9 @@ def revoke_where(keys_file: Path, tenant_id: str, user_id: str | None = None) ->
 
     :returns: How many keys were removed (the file is rewritten only when some were).
     """
+    shared = _shared(keys_file)
+    if shared is not None:
+        return shared.revoke_where(tenant_id, user_id)
     keys_file = Path(keys_file)
     if not keys_file.exists():
         return 0
@@ -156,6 +179,7 @@ def _keys_file(args: argparse.Namespace) -> Path:
 
 def _run(args: argparse.Namespace) -> int:
     keys_file = _keys_file(args)
+    where = "the shared database" if database_url() else keys_file
     try:
         if args.keys_command == "add":
             key, record = register_key(
@@ -168,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
                 label=args.label or "",
                 act_as_users=_split(args.act_as_users),
             )
-            print(f"Created {record.key_id} for tenant {record.tenant_id} in {keys_file}.")
+            print(f"Created {record.key_id} for tenant {record.tenant_id} in {where}.")
             print("Store this key now; only its hash is kept:")
             print(key)
         elif args.keys_command == "list":
@@ -180,10 +204,10 @@ def _run(args: argparse.Namespace) -> int:
                 )
         elif args.keys_command == "revoke":
             if not revoke_key(keys_file, args.key_id):
-                print(f"No key {args.key_id} in {keys_file}.", file=sys.stderr)
+                print(f"No key {args.key_id} in {where}.", file=sys.stderr)
                 return 1
             print(f"Revoked {args.key_id}.")
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, SQLAlchemyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -32,6 +32,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import sqlalchemy.exc
+
 from components.core.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -101,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     except TagDirectoryError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except (sqlite3.Error, OSError) as error:
+    except (sqlite3.Error, sqlalchemy.exc.SQLAlchemyError, OSError) as error:
         print(f"error: cannot use the tag directory {path}: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(result, indent=2) if args.json else text)

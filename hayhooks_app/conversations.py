@@ -3,8 +3,9 @@ Server-side conversations (docs/contract.md, "Conversations"): a RAG request car
 gets the conversation's rolling summary and recent turns as its chat history, and its question and answer
 are recorded as the next turn.
 
-Storage: ``$SOURCEBOUND_DATA_DIR/conversations.sqlite``, the specification's ``rag_conversation_summaries``
-beside the conversations and their raw turns:
+Storage: the state layer (:mod:`components.core.state`): ``$SOURCEBOUND_DATA_DIR/conversations.sqlite`` by
+default, the shared database with ``SOURCEBOUND_DATABASE_URL`` (every replica continues any conversation); the
+specification's ``rag_conversation_summaries`` beside the conversations and their raw turns:
 
 ```sql
 rag_conversations          (id, tenant_id, user_id, project_id, created_at, updated_at)
@@ -40,19 +41,18 @@ service.record_turn(conversation["conversation_id"], identity, "How many leave d
 
 import json
 import logging
-import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
+from components.core.state import StateDatabase, database_url, open_state
 from hayhooks_app.config import _env_choice, _env_int
 from hayhooks_app.errors import ApiError, validation_error
 from hayhooks_app.identity import Identity, resolve_identity
@@ -64,37 +64,9 @@ CONVERSATIONS_FILE = "conversations.sqlite"
 RETENTION_MODES = ("keep", "summaries_only")
 SUMMARY_HEADER = "Summary of the earlier conversation:"
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS rag_conversations (
-    id TEXT PRIMARY KEY,
-    tenant_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    project_id TEXT,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS rag_conversations_owner ON rag_conversations (tenant_id, user_id);
-CREATE TABLE IF NOT EXISTS rag_conversation_messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES rag_conversations (id) ON DELETE CASCADE,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    summarized INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS rag_conversation_messages_thread ON rag_conversation_messages (conversation_id, id);
-CREATE TABLE IF NOT EXISTS rag_conversation_summaries (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    project_id TEXT,
-    thread_id TEXT NOT NULL REFERENCES rag_conversations (id) ON DELETE CASCADE,
-    summary_text TEXT NOT NULL,
-    message_ids TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS rag_conversation_summaries_thread ON rag_conversation_summaries (thread_id, id);
-"""
+
+def _ids_param(statement: str) -> sa.TextClause:
+    return sa.text(statement).bindparams(sa.bindparam("ids", expanding=True))
 
 
 @dataclass(frozen=True)
@@ -131,49 +103,51 @@ def _owner(identity: Identity) -> tuple[str, str]:
 
 class ConversationService:
     """
-    :param path: The SQLite file (created on first use).
+    :param path: The SQLite file (created on first use) when no shared database is configured.
     :param settings: Summary and retention settings.
     :param summarizer: A component with ``run(messages, previous_summary) -> {"summary": str}``.
+    :param database_url: The shared database (default: ``SOURCEBOUND_DATABASE_URL``; none: ``path``).
     """
 
-    def __init__(self, path: str | Path, settings: ConversationSettings, summarizer: Any) -> None:
+    def __init__(
+        self, path: str | Path, settings: ConversationSettings, summarizer: Any, database_url: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.settings = settings
         self.summarizer = summarizer
-        # One connection per process, used under this lock: turns and summaries never interleave.
+        self.database_url = database_url
+        # Turns and summaries of one process never interleave; across replicas the conversation's row lock does it.
         self._lock = threading.RLock()
-        self._db: sqlite3.Connection | None = None
+        self._database: StateDatabase | None = None
 
-    @contextmanager
-    def _session(self) -> Iterator[sqlite3.Connection]:
-        """The service's one connection, under its lock (opening and closing per call costs a WAL checkpoint)."""
-        with self._lock:
-            if self._db is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
-                db.execute("PRAGMA foreign_keys = ON")
-                # Deleted turns are zeroed, not left in free pages (docs/contract.md, "Deletion").
-                db.execute("PRAGMA secure_delete = ON")
-                # WAL: a commit costs one sync, and the CLI can erase while the server runs.
-                db.execute("PRAGMA journal_mode = WAL")
-                db.execute("PRAGMA synchronous = NORMAL")
-                db.executescript(SCHEMA)
-                self._db = db
-            yield self._db
+    @property
+    def database(self) -> StateDatabase:
+        """The state database (opened and migrated on first use)."""
+        if self._database is None:
+            with self._lock:
+                if self._database is None:
+                    self._database = open_state("conversations", self.path, self.database_url)
+        return self._database
 
     def close(self) -> None:
-        """Close the connection (the service reopens it on next use)."""
+        """Release the connections (the service reopens them on next use)."""
         with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            if self._database is not None:
+                self._database.dispose()
+                self._database = None
 
-    def _check_owner(self, connection: sqlite3.Connection, conversation_id: str, identity: Identity) -> None:
+    @staticmethod
+    def _check_owner(connection: sa.Connection, conversation_id: str, identity: Identity, lock: bool = False) -> None:
         tenant_id, user_id = _owner(identity)
+        # FOR UPDATE (PostgreSQL): two replicas writing one conversation take turns, as one process's lock makes them.
+        suffix = " FOR UPDATE" if lock and connection.dialect.name == "postgresql" else ""
         row = connection.execute(
-            "SELECT 1 FROM rag_conversations WHERE id = ? AND tenant_id = ? AND user_id = ?",
-            (conversation_id, tenant_id, user_id),
-        ).fetchone()
+            sa.text(
+                "SELECT 1 FROM rag_conversations WHERE id = :id AND tenant_id = :tenant_id AND user_id = :user_id"
+                + suffix
+            ),
+            {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id},
+        ).first()
         if row is None:
             raise conversation_not_found(conversation_id)
 
@@ -184,28 +158,40 @@ class ConversationService:
         conversation_id = f"conv-{uuid.uuid4().hex}"
         now = time.time()
         tenant_id, user_id = _owner(identity)
-        with self._session() as connection, connection:
+        with self._lock, self.database.begin(immediate=True) as connection:
             connection.execute(
-                "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, tenant_id, user_id, identity.project_id, now, now),
-            )
+                sa.text(
+                    "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at) "
+                    "VALUES (:id, :tenant_id, :user_id, :project_id, :now, :now)"
+                ),
+                {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id,
+                 "project_id": identity.project_id, "now": now},
+            )  # fmt: skip
         return {"conversation_id": conversation_id, "created_at": now}
 
-    def _summary(self, connection: sqlite3.Connection, conversation_id: str) -> tuple[str | None, list[int]]:
+    @staticmethod
+    def _summary(connection: sa.Connection, conversation_id: str) -> tuple[str | None, list[int]]:
         row = connection.execute(
-            "SELECT summary_text, message_ids FROM rag_conversation_summaries WHERE thread_id = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (conversation_id,),
-        ).fetchone()
+            sa.text(
+                "SELECT summary_text, message_ids FROM rag_conversation_summaries WHERE thread_id = :id "
+                "ORDER BY id DESC LIMIT 1"
+            ),
+            {"id": conversation_id},
+        ).first()
         return (row[0], json.loads(row[1])) if row else (None, [])
 
-    def _pending(self, connection: sqlite3.Connection, conversation_id: str) -> list[tuple[int, str, str]]:
-        return connection.execute(
-            "SELECT id, role, content FROM rag_conversation_messages WHERE conversation_id = ? AND summarized = 0 "
-            "ORDER BY id",
-            (conversation_id,),
-        ).fetchall()
+    @staticmethod
+    def _pending(connection: sa.Connection, conversation_id: str) -> list[tuple[int, str, str]]:
+        return [
+            tuple(row)
+            for row in connection.execute(
+                sa.text(
+                    "SELECT id, role, content FROM rag_conversation_messages WHERE conversation_id = :id "
+                    "AND summarized = 0 ORDER BY id"
+                ),
+                {"id": conversation_id},
+            ).all()
+        ]
 
     def history(self, conversation_id: str, identity: Identity) -> list[dict[str, str]]:
         """
@@ -213,10 +199,23 @@ class ConversationService:
 
         :raises ApiError: 404 when the conversation is not the caller's.
         """
-        with self._session() as connection:
-            self._check_owner(connection, conversation_id, identity)
-            summary, _ = self._summary(connection, conversation_id)
-            pending = self._pending(connection, conversation_id)
+        tenant_id, user_id = _owner(identity)
+        # One round trip (every RAG request with a conversation pays it): the owner check, the newest summary
+        # and the unsummarised turns together; no row at all when the conversation is not the caller's.
+        with self.database.connect() as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT m.id, m.role, m.content, (SELECT s.summary_text FROM rag_conversation_summaries s "
+                    "WHERE s.thread_id = c.id ORDER BY s.id DESC LIMIT 1) FROM rag_conversations c "
+                    "LEFT JOIN rag_conversation_messages m ON m.conversation_id = c.id AND m.summarized = 0 "
+                    "WHERE c.id = :id AND c.tenant_id = :tenant_id AND c.user_id = :user_id ORDER BY m.id"
+                ),
+                {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id},
+            ).all()
+        if not rows:
+            raise conversation_not_found(conversation_id)
+        summary = rows[0][3]
+        pending = [(message_id, role, content) for message_id, role, content, _ in rows if message_id is not None]
         history = [{"role": "system", "content": f"{SUMMARY_HEADER}\n{summary}"}] if summary else []
         return history + [{"role": role, "content": content} for _, role, content in pending]
 
@@ -230,21 +229,27 @@ class ConversationService:
 
     def get(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
         """The conversation's summary, its stored turns and its summaries' message ids (404 when not the caller's)."""
-        with self._session() as connection:
+        params = {"id": conversation_id}
+        with self._lock, self.database.connect() as connection:
             self._check_owner(connection, conversation_id, identity)
             created, updated = connection.execute(
-                "SELECT created_at, updated_at FROM rag_conversations WHERE id = ?", (conversation_id,)
-            ).fetchone()
+                sa.text("SELECT created_at, updated_at FROM rag_conversations WHERE id = :id"), params
+            ).one()
             summary, _ = self._summary(connection, conversation_id)
             messages = connection.execute(
-                "SELECT id, role, content, summarized, created_at FROM rag_conversation_messages "
-                "WHERE conversation_id = ? ORDER BY id",
-                (conversation_id,),
-            ).fetchall()
+                sa.text(
+                    "SELECT id, role, content, summarized, created_at FROM rag_conversation_messages "
+                    "WHERE conversation_id = :id ORDER BY id"
+                ),
+                params,
+            ).all()
             summaries = connection.execute(
-                "SELECT id, message_ids, created_at FROM rag_conversation_summaries WHERE thread_id = ? ORDER BY id",
-                (conversation_id,),
-            ).fetchall()
+                sa.text(
+                    "SELECT id, message_ids, created_at FROM rag_conversation_summaries WHERE thread_id = :id "
+                    "ORDER BY id"
+                ),
+                params,
+            ).all()
         return {
             "conversation_id": conversation_id,
             "created_at": created,
@@ -262,34 +267,43 @@ class ConversationService:
 
     def delete(self, conversation_id: str, identity: Identity) -> dict[str, Any]:
         """Remove the conversation, its turns and its summaries (404 when not the caller's)."""
-        with self._session() as connection, connection:
-            self._check_owner(connection, conversation_id, identity)
-            messages = connection.execute(
-                "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
-            ).rowcount
-            summaries = connection.execute(
-                "DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
-            ).rowcount
-            connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
-        with self._session() as connection:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # nothing of it left in the log either
+        params = {"id": conversation_id}
+        with self._lock:
+            with self.database.begin(immediate=True) as connection:
+                self._check_owner(connection, conversation_id, identity, lock=True)
+                messages = connection.execute(
+                    sa.text("DELETE FROM rag_conversation_messages WHERE conversation_id = :id"), params
+                ).rowcount
+                summaries = connection.execute(
+                    sa.text("DELETE FROM rag_conversation_summaries WHERE thread_id = :id"), params
+                ).rowcount
+                connection.execute(sa.text("DELETE FROM rag_conversations WHERE id = :id"), params)
+            self.database.checkpoint()  # nothing of it left in the log either
         return {"conversation_id": conversation_id, "deleted": True, "messages": messages, "summaries": summaries}
 
     def record_turn(self, conversation_id: str, identity: Identity, question: str, answer: str) -> None:
         """Store a question and its answer, then summarise older turns when the threshold is passed."""
         now = time.time()
-        with self._session() as connection, connection:
-            self._check_owner(connection, conversation_id, identity)
-            connection.executemany(
-                "INSERT INTO rag_conversation_messages (conversation_id, role, content, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                [(conversation_id, "user", question, now), (conversation_id, "assistant", answer, now)],
+        with self._lock, self.database.begin(immediate=True) as connection:
+            self._check_owner(connection, conversation_id, identity, lock=True)
+            connection.execute(
+                sa.text(
+                    "INSERT INTO rag_conversation_messages (conversation_id, role, content, created_at) "
+                    "VALUES (:id, :role, :content, :now)"
+                ),
+                [
+                    {"id": conversation_id, "role": "user", "content": question, "now": now},
+                    {"id": conversation_id, "role": "assistant", "content": answer, "now": now},
+                ],
             )
-            connection.execute("UPDATE rag_conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+            connection.execute(
+                sa.text("UPDATE rag_conversations SET updated_at = :now WHERE id = :id"),
+                {"now": now, "id": conversation_id},
+            )
         self._maybe_summarise(conversation_id, identity)
 
     def _maybe_summarise(self, conversation_id: str, identity: Identity) -> None:
-        with self._session() as connection:
+        with self._lock, self.database.connect() as connection:
             pending = self._pending(connection, conversation_id)
             previous, _ = self._summary(connection, conversation_id)
             latest = self._latest_summary_id(connection, conversation_id)
@@ -307,33 +321,38 @@ class ConversationService:
             return
         ids = [message_id for message_id, _, _ in folded]
         tenant_id, user_id = _owner(identity)
-        marks = ",".join("?" * len(ids))
-        with self._session() as connection, connection:
+        with self._lock, self.database.begin(immediate=True) as connection:
+            try:
+                self._check_owner(connection, conversation_id, identity, lock=True)
+            except ApiError:
+                return  # deleted meanwhile
             still_pending = connection.execute(
-                f"SELECT COUNT(*) FROM rag_conversation_messages WHERE summarized = 0 AND id IN ({marks})",  # noqa: S608
-                ids,
-            ).fetchone()[0]
+                _ids_param("SELECT COUNT(*) FROM rag_conversation_messages WHERE summarized = 0 AND id IN :ids"),
+                {"ids": ids},
+            ).scalar_one()
             if self._latest_summary_id(connection, conversation_id) != latest or still_pending != len(ids):
-                return  # a concurrent turn of the same conversation summarised first (or it was deleted)
+                return  # a concurrent turn of the same conversation summarised first
             connection.execute(
-                "INSERT INTO rag_conversation_summaries (tenant_id, user_id, project_id, thread_id, summary_text, "
-                "message_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (tenant_id, user_id, identity.project_id, conversation_id, summary, json.dumps(ids), time.time()),
-            )
+                sa.text(
+                    "INSERT INTO rag_conversation_summaries (tenant_id, user_id, project_id, thread_id, summary_text, "
+                    "message_ids, created_at) VALUES (:tenant_id, :user_id, :project_id, :thread_id, :summary, "
+                    ":message_ids, :now)"
+                ),
+                {"tenant_id": tenant_id, "user_id": user_id, "project_id": identity.project_id,
+                 "thread_id": conversation_id, "summary": summary, "message_ids": json.dumps(ids), "now": time.time()},
+            )  # fmt: skip
             if self.settings.retention == "summaries_only":
-                connection.execute(f"DELETE FROM rag_conversation_messages WHERE id IN ({marks})", ids)  # noqa: S608
+                connection.execute(_ids_param("DELETE FROM rag_conversation_messages WHERE id IN :ids"), {"ids": ids})
             else:
                 connection.execute(
-                    f"UPDATE rag_conversation_messages SET summarized = 1 WHERE id IN ({marks})",  # noqa: S608
-                    ids,
+                    _ids_param("UPDATE rag_conversation_messages SET summarized = 1 WHERE id IN :ids"), {"ids": ids}
                 )
 
     @staticmethod
-    def _latest_summary_id(connection: sqlite3.Connection, conversation_id: str) -> int | None:
-        row = connection.execute(
-            "SELECT MAX(id) FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,)
-        ).fetchone()
-        return row[0] if row else None
+    def _latest_summary_id(connection: sa.Connection, conversation_id: str) -> int | None:
+        return connection.execute(
+            sa.text("SELECT MAX(id) FROM rag_conversation_summaries WHERE thread_id = :id"), {"id": conversation_id}
+        ).scalar()
 
 
 def conversation_service(data_dir: Path, rag_pipeline: Any) -> ConversationService:
@@ -360,33 +379,40 @@ def erase_conversations(path: str | Path, tenant_id: str, user_id: str | None = 
     """
     Remove a tenant's conversations (or only one user's, in that tenant or, with ``tenant_id`` ``None``, in
     every tenant) with their turns and summaries; returns how many (docs/contract.md, "Deletion").
+
+    :param path: The conversations SQLite file (ignored with a shared database).
     """
     path = Path(path)
-    if not path.exists():
+    if database_url() is None and not path.exists():
         return 0
-    conditions, params = [], []
+    conditions, params = [], {}
     if tenant_id is not None:
-        conditions.append("tenant_id = ?")
-        params.append(tenant_id)
+        conditions.append("tenant_id = :tenant_id")
+        params["tenant_id"] = tenant_id
     if user_id is not None:
-        conditions.append("user_id = ?")
-        params.append(user_id)
+        conditions.append("user_id = :user_id")
+        params["user_id"] = user_id
     if not conditions:
         raise ValueError("name a tenant, a user or both")
     where = " AND ".join(conditions)
-    with closing(sqlite3.connect(path, timeout=10.0)) as connection:
-        # Erased turns are zeroed, not left in free pages or in the write-ahead log (docs/contract.md, "Deletion").
-        connection.execute("PRAGMA secure_delete = ON")
-        connection.executescript(SCHEMA)
-        with connection:
-            ids = [row[0] for row in connection.execute(f"SELECT id FROM rag_conversations WHERE {where}", params)]  # noqa: S608
-            for conversation_id in ids:
+    database = open_state("conversations", path)
+    try:
+        # Erased turns are zeroed, not left in free pages (secure_delete) or in the write-ahead log (checkpoint).
+        with database.begin(immediate=True) as connection:
+            ids = list(
+                connection.execute(sa.text(f"SELECT id FROM rag_conversations WHERE {where}"), params).scalars()  # noqa: S608
+            )
+            if ids:
                 connection.execute(
-                    "DELETE FROM rag_conversation_messages WHERE conversation_id = ?", (conversation_id,)
+                    _ids_param("DELETE FROM rag_conversation_messages WHERE conversation_id IN :ids"), {"ids": ids}
                 )
-                connection.execute("DELETE FROM rag_conversation_summaries WHERE thread_id = ?", (conversation_id,))
-                connection.execute("DELETE FROM rag_conversations WHERE id = ?", (conversation_id,))
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                connection.execute(
+                    _ids_param("DELETE FROM rag_conversation_summaries WHERE thread_id IN :ids"), {"ids": ids}
+                )
+                connection.execute(_ids_param("DELETE FROM rag_conversations WHERE id IN :ids"), {"ids": ids})
+        database.checkpoint()
+    finally:
+        database.dispose()
     return len(ids)
 
 

@@ -20,7 +20,10 @@ Who is asking: the two identity modes of the HTTP API.
   - a write without the permission -> 403.
 
 The keys file is re-read when its modification time changes, so a key added with
-``python -m hayhooks_app keys add`` works without a restart.
+``python -m hayhooks_app keys add`` works without a restart. With ``SOURCEBOUND_DATABASE_URL`` the keys live in
+the shared database's ``api_keys`` table instead (:class:`SqlApiKeys`), read through a per-key cache of
+``SOURCEBOUND_KEY_CACHE_SECONDS`` (default 2; 0 reads the database on every request): a key added or revoked on
+one replica works, or stops working, on every replica within that bound (docs/operations.md "Replicas").
 
 Usage:
 
@@ -36,12 +39,18 @@ import fnmatch
 import hashlib
 import json
 import logging
+import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
+from components.core.state import StateDatabase, open_state
+from components.core.state import database_url as shared_database_url
 from hayhooks_app.errors import forbidden, unauthorized, validation_error
 
 logger = logging.getLogger(__name__)
@@ -131,21 +140,186 @@ class ApiKeyRecord:
         }
 
 
+def _json_list(value: tuple[str, ...] | None) -> str | None:
+    return json.dumps(list(value)) if value is not None else None
+
+
+def _record_from_row(row: Mapping[str, Any]) -> ApiKeyRecord:
+    def decoded(column: str) -> Any:
+        return json.loads(row[column]) if row[column] is not None else None
+
+    return ApiKeyRecord.from_dict(
+        {
+            "sha256": row["key_hash"],
+            "tenant_id": row["tenant_id"],
+            "user_id": row["user_id"],
+            "tags": decoded("tags"),
+            "projects": decoded("projects"),
+            "permissions": decoded("permissions"),
+            "label": row["label"],
+            "act_as_users": decoded("act_as_users"),
+        }
+    )
+
+
+class SqlApiKeys:
+    """
+    The ``api_keys`` table of the state layer: the key store of replicas sharing ``SOURCEBOUND_DATABASE_URL``.
+
+    The first time it is opened beside a data directory's ``api_keys.json`` (written before the shared database),
+    the file's keys are copied in (existing ones are kept) and the file is renamed ``api_keys.json.imported``, so a
+    key revoked later is never brought back by a second import.
+
+    :param database: The state database (shared).
+    :param import_from: A keys file to import once, or ``None``.
+    """
+
+    def __init__(self, database: StateDatabase, import_from: Path | None = None) -> None:
+        self.database = database
+        if import_from is not None and Path(import_from).is_file():
+            self._import_file(Path(import_from))
+
+    @classmethod
+    def open(cls, keys_file: Path | None = None, url: str | None = None) -> "SqlApiKeys":
+        """The shared database's keys (``url`` or ``SOURCEBOUND_DATABASE_URL``), importing ``keys_file`` once."""
+        return cls(open_state("keys", None, url), import_from=keys_file)
+
+    def _import_file(self, path: Path) -> None:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        records = [ApiKeyRecord.from_dict(entry) for entry in data.get("keys", [])]
+        with self.database.begin() as connection:
+            for record in records:
+                self._insert(connection, record, ignore_existing=True)
+        path.replace(path.with_name(path.name + ".imported"))
+        logger.warning("Imported %d API keys from %s into the shared database.", len(records), path)
+
+    @staticmethod
+    def _insert(connection: sa.Connection, record: ApiKeyRecord, ignore_existing: bool = False) -> int:
+        return connection.execute(
+            sa.text(
+                "INSERT INTO api_keys (key_hash, tenant_id, user_id, tags, projects, permissions, label, act_as_users,"
+                " created_at) VALUES (:key_hash, :tenant_id, :user_id, :tags, :projects, :permissions, :label,"
+                " :act_as_users, :created_at)" + (" ON CONFLICT (key_hash) DO NOTHING" if ignore_existing else "")
+            ),
+            {
+                "key_hash": record.key_hash,
+                "tenant_id": record.tenant_id,
+                "user_id": record.user_id,
+                "tags": _json_list(record.tags),
+                "projects": _json_list(record.projects),
+                "permissions": _json_list(record.permissions),
+                "label": record.label,
+                "act_as_users": _json_list(record.act_as_users),
+                "created_at": time.time(),
+            },
+        ).rowcount
+
+    def add(self, record: ApiKeyRecord) -> None:
+        """Store a new key; ``ValueError`` if its hash is already stored (the primary key decides, not a read)."""
+        try:
+            with self.database.begin() as connection:
+                self._insert(connection, record)
+        except sa.exc.IntegrityError as error:
+            raise ValueError("this key is already registered.") from error
+
+    def get(self, key_hash: str) -> ApiKeyRecord | None:
+        with self.database.connect() as connection:
+            row = (
+                connection.execute(sa.text("SELECT * FROM api_keys WHERE key_hash = :key_hash"), {"key_hash": key_hash})
+                .mappings()
+                .first()
+            )
+        return _record_from_row(row) if row else None
+
+    def list(self) -> list[ApiKeyRecord]:
+        with self.database.connect() as connection:
+            rows = connection.execute(sa.text("SELECT * FROM api_keys ORDER BY created_at, key_hash")).mappings().all()
+        return [_record_from_row(row) for row in rows]
+
+    def count(self) -> int:
+        with self.database.connect() as connection:
+            return int(connection.execute(sa.text("SELECT count(*) FROM api_keys")).scalar_one())
+
+    def revoke(self, key_id: str) -> bool:
+        """Remove the key with this id (``key-<12 hex>``); ``True`` if one was removed."""
+        prefix = key_id.removeprefix("key-")
+        if len(prefix) != 12 or not all(char in "0123456789abcdef" for char in prefix):
+            return False
+        with self.database.begin() as connection:
+            return (
+                connection.execute(
+                    sa.text("DELETE FROM api_keys WHERE key_hash LIKE :prefix"), {"prefix": prefix + "%"}
+                ).rowcount
+                > 0
+            )
+
+    def revoke_where(self, tenant_id: str, user_id: str | None = None) -> int:
+        """Remove every key of a tenant (or its keys bound to ``user_id``); returns how many."""
+        sql, params = "DELETE FROM api_keys WHERE tenant_id = :tenant_id", {"tenant_id": tenant_id}
+        if user_id is not None:
+            sql, params = sql + " AND user_id = :user_id", {**params, "user_id": user_id}
+        with self.database.begin() as connection:
+            return connection.execute(sa.text(sql), params).rowcount
+
+
+def key_cache_seconds() -> float:
+    """``SOURCEBOUND_KEY_CACHE_SECONDS`` (default 2): how long a replica trusts a key lookup it made."""
+    raw = os.environ.get("SOURCEBOUND_KEY_CACHE_SECONDS", "").strip()
+    try:
+        value = float(raw) if raw else 2.0
+    except ValueError as error:
+        raise ValueError(f"SOURCEBOUND_KEY_CACHE_SECONDS must be a number of seconds, got {raw!r}.") from error
+    if value < 0:
+        raise ValueError(f"SOURCEBOUND_KEY_CACHE_SECONDS must be >= 0, got {value}.")
+    return value
+
+
 class ApiKeyStore:
     """
-    The hashed API keys of ``api_key`` mode, read from a JSON file and re-read when it changes.
+    The hashed API keys of ``api_key`` mode: a JSON file re-read when it changes, or, with a shared database
+    (``SOURCEBOUND_DATABASE_URL``), its ``api_keys`` table read through a short per-key cache.
 
     File shape: ``{"keys": [{"sha256", "tenant_id", "user_id", "tags", "projects", "permissions", "label",
     "act_as_users"}]}``; an entry without ``act_as_users`` (files written before delegation grants) has no grant.
 
-    :param path: The keys file; a missing file means "no keys" (every request gets 401).
+    :param path: The keys file; a missing file means "no keys" (every request gets 401). With a shared database,
+        a file found here is imported once (:class:`SqlApiKeys`).
+    :param database_url: The shared database (default: ``SOURCEBOUND_DATABASE_URL``; none: the file).
+    :param cache_seconds: How long a database lookup is reused (default: ``SOURCEBOUND_KEY_CACHE_SECONDS``).
+    :param clock: Monotonic seconds (tests).
     """
 
-    def __init__(self, path: Path):
+    def __init__(
+        self,
+        path: Path,
+        database_url: str | None = None,
+        cache_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.path = Path(path)
         self._lock = threading.Lock()
         self._mtime: float | None = None
         self._records: dict[str, ApiKeyRecord] = {}
+        self._url = shared_database_url(database_url)
+        self._sql: SqlApiKeys | None = None
+        self._cache: dict[str, tuple[float, ApiKeyRecord | None]] = {}
+        self._cache_seconds = key_cache_seconds() if cache_seconds is None else cache_seconds
+        self._clock = clock
+
+    @property
+    def shared(self) -> bool:
+        """Whether the keys come from the shared database."""
+        return self._url is not None
+
+    def prepare(self) -> None:
+        """Open the shared database now, when there is one (start-up: migrations and the keys-file import)."""
+        if self.shared:
+            self._database_keys()
+
+    def _database_keys(self) -> SqlApiKeys:
+        if self._sql is None:
+            self._sql = SqlApiKeys.open(self.path, self._url)
+        return self._sql
 
     def _reload_if_changed(self) -> None:
         try:
@@ -167,13 +341,30 @@ class ApiKeyStore:
                 return
         self._records, self._mtime = records, mtime
 
+    def _lookup_shared(self, key_hash: str) -> ApiKeyRecord | None:
+        now = self._clock()
+        with self._lock:
+            cached = self._cache.get(key_hash)
+        if cached is not None and now - cached[0] < self._cache_seconds:
+            return cached[1]
+        record = self._database_keys().get(key_hash)
+        with self._lock:
+            if len(self._cache) > 10_000:  # bounded: random bearer tokens must not grow it forever
+                self._cache.clear()
+            self._cache[key_hash] = (now, record)
+        return record
+
     def lookup(self, key: str) -> ApiKeyRecord | None:
         """The record of a presented key, or ``None``."""
+        if self.shared:
+            return self._lookup_shared(hash_key(key))
         with self._lock:
             self._reload_if_changed()
             return self._records.get(hash_key(key))
 
     def __len__(self) -> int:
+        if self.shared:
+            return self._database_keys().count()
         with self._lock:
             self._reload_if_changed()
             return len(self._records)

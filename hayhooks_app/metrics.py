@@ -17,6 +17,8 @@ Prometheus metrics served at ``GET /metrics`` (names after the DATS RAG service 
 | ``rag_flag_updates_total`` | counter | flag | taint / verify changes (documents) |
 | ``rag_index_size_total`` | gauge | | points in the store, read at scrape time |
 | ``rag_events_total`` | counter | routing_key, outcome | RabbitMQ events handled (docs/events.md) |
+| ``rag_query_log_dropped_rows`` | gauge | | query-log rows dropped since start (queue full: database slow or down) |
+| ``rag_query_log_queued_rows`` | gauge | | query-log rows waiting for the background writer |
 
 Per-tenant or per-project labels are left out on purpose (unbounded cardinality); the query
 log has those. Invalidation ``reason`` is kept as a label only when it is a short slug
@@ -86,10 +88,19 @@ class Metrics:
         )
         self.flag_updates = Counter("rag_flag_updates", "Documents whose flags changed.", ["flag"], registry=r)
         self.index_size = Gauge("rag_index_size_total", "Points (chunks) in the store.", registry=r)
+        self.query_log_dropped = Gauge(
+            "rag_query_log_dropped_rows", "Query-log rows dropped since start (queue full).", registry=r
+        )
+        self.query_log_queued = Gauge("rag_query_log_queued_rows", "Query-log rows not yet written.", registry=r)
 
     def track_index_size(self, count: Callable[[], int]) -> None:
         """Read the index size from ``count`` at every scrape."""
         self.index_size.set_function(count)
+
+    def track_query_log(self, dropped: Callable[[], int], queued: Callable[[], int]) -> None:
+        """Read the query-log writer's dropped and queued rows at every scrape."""
+        self.query_log_dropped.set_function(dropped)
+        self.query_log_queued.set_function(queued)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -38,6 +38,8 @@ from pydantic import BaseModel
 
 from components.core.sentence_vector_cache import erase_sentence_vectors
 from components.core.span_tags import tag_span
+from components.core.state import database_url
+from components.core.state.importer import import_data_dir
 from components.services import document_lifecycle
 from components.services.pipeline_loader import load_pipeline
 from hayhooks_app.config import Settings, service_version
@@ -218,10 +220,15 @@ class ServiceContainer:
     def build(self) -> "ServiceContainer":
         """Load every pipeline and service now (start-up), so the first request pays nothing."""
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if database_url() is not None:
+            # A data dir an embedded install wrote moves into the shared database once (docs/operations.md).
+            import_data_dir(self.settings.data_dir)
         for kind in PIPELINE_KINDS:
             self.pipeline(kind)
         _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
         metrics.track_index_size(self.store.count_documents)
+        metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
+        self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
         return self
 
     def close(self) -> None:

@@ -9,8 +9,11 @@ request for a source whose job has not started yet gets that job's id (the job s
 finds when it starts, so it covers both pushes).
 
 Jobs, webhook deliveries and the last indexed commit per source live in ``DATA_DIR/sources.sqlite``
-(``components.services.sync_state``); the mirrors in ``DATA_DIR/sources/``. Jobs a stopped process
-left unfinished are marked ``abandoned`` at start-up; the next reconcile catches up.
+or, with ``SOURCEBOUND_DATABASE_URL``, the shared database (``components.services.sync_state``); the mirrors
+in ``DATA_DIR/sources/``. The worker claims queued jobs from that table (one at a time, never two of one
+source at once), woken by a local submit or every ``POLL_SECONDS``, so with replicas a job queued on one
+may run on any. Jobs a stopped process left unfinished are marked ``abandoned`` at start-up (with a shared
+database: only those this replica was running); the next reconcile catches up.
 
 Settings (docs/configuration.md, "Sources"): ``SOURCEBOUND_SOURCES`` (the YAML file; no file, no
 sources), ``SOURCEBOUND_RECONCILE_INTERVAL`` (seconds between reconciles, 0 turns it off).
@@ -31,6 +34,7 @@ import logging
 import math
 import os
 import queue
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,8 @@ DEFAULT_RECONCILE_INTERVAL_S = 3600
 # The queue's chunk figure is estimated from the bytes still to index: about 4 bytes a token and the
 # indexing pipeline's default chunk of 180 tokens (the real count is known only once chunked).
 BYTES_PER_CHUNK_ESTIMATE = 4 * 180
+# How often an idle worker looks for jobs another replica queued (shared database only).
+POLL_SECONDS = 5.0
 
 
 class SourceJobs:
@@ -74,9 +80,9 @@ class SourceJobs:
             max_file_bytes=container.indexing.max_file_bytes,
             progress=self._progress,
         )
-        self._queue: queue.Queue[tuple[str, str, bool] | None] = queue.Queue()
-        self._queued: dict[str, str] = {}  # source -> job id not yet started
-        self._lock = threading.Lock()
+        self._queue: queue.Queue[bool | None] = queue.Queue()  # wake-ups; None stops the worker
+        # Stable across restarts of this replica (its data dir), distinct between replicas on one host.
+        self.worker_id = os.environ.get("SOURCEBOUND_REPLICA_ID", "").strip() or f"{socket.gethostname()}:{data_dir}"
         self._pending = {"files": 0, "bytes": 0}
         self._worker: threading.Thread | None = None
         self._reconciler: asyncio.Task | None = None
@@ -94,7 +100,7 @@ class SourceJobs:
 
     def start(self) -> None:
         """Mark jobs a stopped process left unfinished, start the worker and (if set) the reconcile timer."""
-        abandoned = self.state.abandon_unfinished()
+        abandoned = self.state.abandon_unfinished(self.worker_id)
         if abandoned:
             logger.warning("%d sync job(s) of a previous run did not finish; the reconcile catches up.", abandoned)
         self._worker = threading.Thread(target=self._work, name="source-sync", daemon=True)
@@ -130,40 +136,36 @@ class SourceJobs:
         :raises SourceNotFoundError: If no such source is declared.
         """
         config = self.syncer.source(source)
-        with self._lock:
-            queued = self._queued.get(source)
-            if queued is not None:
-                return queued
-            job_id = self.state.create_job(source, config.tenant_id, trigger)
-            self._queued[source] = job_id
-        self._queue.put((job_id, source, full))
+        job_id = self.state.create_job(source, config.tenant_id, trigger, full=full)
+        self._queue.put(True)
         return job_id
 
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            job_id, source, full = item
-            with self._lock:
-                if self._queued.get(source) == job_id:
-                    del self._queued[source]
-            self.state.start_job(job_id)
             try:
-                report = self.syncer.sync(source, full=full)
-            except Exception as error:  # recorded on the job; the commit did not advance, so it repeats
-                logger.exception("Sync job %s of source %s failed.", job_id, source)
-                self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
-            else:
-                if report["indexed"] or report["removed"] or report["rejected"]:
-                    logger.info(
-                        "Source %s synced to %s (%s): %d indexed, %d removed, %d rejected.",
-                        source, report["to_commit"][:12], report["mode"], len(report["indexed"]),
-                        len(report["removed"]), len(report["rejected"]),
-                    )  # fmt: skip
-                self.state.finish_job(job_id, result=report)
-            finally:
-                self._pending.update(files=0, bytes=0)
+                if self._queue.get(timeout=POLL_SECONDS if self.state.shared else None) is None:
+                    return
+            except queue.Empty:
+                pass
+            while (claimed := self.state.claim_next_job(self.worker_id, list(self.sources))) is not None:
+                self._run(claimed["job_id"], claimed["source"], claimed["full"])
+
+    def _run(self, job_id: str, source: str, full: bool) -> None:
+        try:
+            report = self.syncer.sync(source, full=full)
+        except Exception as error:  # recorded on the job; the commit did not advance, so it repeats
+            logger.exception("Sync job %s of source %s failed.", job_id, source)
+            self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
+        else:
+            if report["indexed"] or report["removed"] or report["rejected"]:
+                logger.info(
+                    "Source %s synced to %s (%s): %d indexed, %d removed, %d rejected.",
+                    source, report["to_commit"][:12], report["mode"], len(report["indexed"]),
+                    len(report["removed"]), len(report["rejected"]),
+                )  # fmt: skip
+            self.state.finish_job(job_id, result=report)
+        finally:
+            self._pending.update(files=0, bytes=0)
 
     def _progress(self, files_left: int, bytes_left: int) -> None:
         self._pending.update(files=files_left, bytes=bytes_left)

@@ -9,7 +9,7 @@ from components.core.runtime import configure_offline
 configure_offline()
 
 # Fixtures shared across folders: the Ollama double (or a real Ollama) and the module-scoped Edge store.
-pytest_plugins = ["support.ollama_double", "support.indexing_support", "support.rabbitmq"]
+pytest_plugins = ["support.ollama_double", "support.indexing_support", "support.rabbitmq", "support.postgres"]
 
 
 @pytest.fixture

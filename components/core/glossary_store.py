@@ -1,5 +1,6 @@
 """
-Per-tenant glossaries (docs/contract.md, "Glossary"): one SQLite file, one compiled vocabulary per tenant.
+Per-tenant glossaries (docs/contract.md, "Glossary"): one compiled vocabulary per tenant, in the state layer
+(:mod:`components.core.state`: ``glossary.sqlite`` by default, the shared database with ``SOURCEBOUND_DATABASE_URL``).
 
 ```sql
 glossary_vocabularies (tenant_id TEXT PRIMARY KEY, vocabulary TEXT NOT NULL, digest TEXT NOT NULL,
@@ -9,8 +10,8 @@ glossary_vocabularies (tenant_id TEXT PRIMARY KEY, vocabulary TEXT NOT NULL, dig
 ``vocabulary`` is the canonical ``vocabulary.json`` of :mod:`components.core.vocabulary`. Loading a
 glossary replaces the tenant's whole vocabulary (an empty CSV removes it); every read names the tenant,
 so one tenant's glossary never reaches another's queries. The file is
-``$SOURCEBOUND_DATA_DIR/glossary.sqlite`` by default. Every call opens its own short connection, so one
-store object is safe to share between server threads and CLI processes.
+``$SOURCEBOUND_DATA_DIR/glossary.sqlite`` by default. Every call takes a pooled connection for one transaction,
+so one store object is safe to share between server threads, CLI processes and replicas.
 
 Usage:
 
@@ -24,25 +25,16 @@ store.vocabulary("acme")          # the compiled dict, or None
 """
 
 import json
-import sqlite3
 import time
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
+from components.core.state import StateDatabase, database_url, open_state
 from components.core.vocabulary import compile_vocabulary, parse_glossary_csv, vocabulary_digest, vocabulary_json
 
 GLOSSARY_FILE = "glossary.sqlite"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS glossary_vocabularies (
-    tenant_id TEXT PRIMARY KEY,
-    vocabulary TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    terms INTEGER NOT NULL,
-    updated_at REAL NOT NULL
-);
-"""
 
 
 class GlossaryStore:
@@ -50,14 +42,21 @@ class GlossaryStore:
     :param path: The SQLite file (created with its table on first write).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, database_url: str | None = None) -> None:
         self.path = Path(path)
+        self.database_url = database_url
+        self._database: StateDatabase | None = None
 
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10.0)
-        connection.executescript(SCHEMA)
-        return connection
+    @property
+    def database(self) -> StateDatabase:
+        """The state database (opened and migrated on first use)."""
+        if self._database is None:
+            self._database = open_state("glossary", self.path, self.database_url)
+        return self._database
+
+    def _empty(self) -> bool:
+        """No glossary anywhere yet: without a shared database and before the first load there is no file."""
+        return database_url(self.database_url) is None and not self.path.exists()
 
     def load_csv(self, tenant_id: str, text: str) -> dict[str, Any]:
         """
@@ -72,47 +71,62 @@ class GlossaryStore:
             return {"tenant_id": tenant_id, "terms": 0, "aliases": 0, "digest": None}
         vocabulary = compile_vocabulary(entries)
         digest = vocabulary_digest(vocabulary)
-        with closing(self._connect()) as connection, connection:
+        with self.database.begin() as connection:
             connection.execute(
-                "INSERT INTO glossary_vocabularies (tenant_id, vocabulary, digest, terms, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(tenant_id) DO UPDATE SET vocabulary = excluded.vocabulary, "
-                "digest = excluded.digest, terms = excluded.terms, updated_at = excluded.updated_at",
-                (tenant_id, vocabulary_json(vocabulary), digest, len(vocabulary["terms"]), time.time()),
+                sa.text(
+                    "INSERT INTO glossary_vocabularies (tenant_id, vocabulary, digest, terms, updated_at) "
+                    "VALUES (:tenant_id, :vocabulary, :digest, :terms, :updated_at) ON CONFLICT (tenant_id) DO UPDATE "
+                    "SET vocabulary = excluded.vocabulary, digest = excluded.digest, terms = excluded.terms, "
+                    "updated_at = excluded.updated_at"
+                ),
+                {
+                    "tenant_id": tenant_id,
+                    "vocabulary": vocabulary_json(vocabulary),
+                    "digest": digest,
+                    "terms": len(vocabulary["terms"]),
+                    "updated_at": time.time(),
+                },
             )
         aliases = sum(len(item["aliases"]) for item in vocabulary["terms"])
         return {"tenant_id": tenant_id, "terms": len(vocabulary["terms"]), "aliases": aliases, "digest": digest}
 
     def digest(self, tenant_id: str) -> str | None:
         """The digest of the tenant's vocabulary (cheap: for caches), or ``None`` when it has none."""
-        if not self.path.exists():
+        if self._empty():
             return None
-        with closing(self._connect()) as connection:
+        with self.database.connect() as connection:
             row = connection.execute(
-                "SELECT digest FROM glossary_vocabularies WHERE tenant_id = ?", (tenant_id,)
-            ).fetchone()
+                sa.text("SELECT digest FROM glossary_vocabularies WHERE tenant_id = :tenant_id"),
+                {"tenant_id": tenant_id},
+            ).first()
         return row[0] if row else None
 
     def vocabulary(self, tenant_id: str) -> dict[str, Any] | None:
         """The tenant's compiled vocabulary, or ``None`` when it has no glossary."""
-        if not self.path.exists():
+        if self._empty():
             return None
-        with closing(self._connect()) as connection:
+        with self.database.connect() as connection:
             row = connection.execute(
-                "SELECT vocabulary FROM glossary_vocabularies WHERE tenant_id = ?", (tenant_id,)
-            ).fetchone()
+                sa.text("SELECT vocabulary FROM glossary_vocabularies WHERE tenant_id = :tenant_id"),
+                {"tenant_id": tenant_id},
+            ).first()
         return json.loads(row[0]) if row else None
 
     def remove(self, tenant_id: str) -> bool:
         """Delete a tenant's glossary; ``True`` if it had one."""
-        if not self.path.exists():
+        if self._empty():
             return False
-        with closing(self._connect()) as connection, connection:
-            cursor = connection.execute("DELETE FROM glossary_vocabularies WHERE tenant_id = ?", (tenant_id,))
-        return cursor.rowcount > 0
+        with self.database.begin() as connection:
+            return (
+                connection.execute(
+                    sa.text("DELETE FROM glossary_vocabularies WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
+                ).rowcount
+                > 0
+            )
 
     def tenants(self) -> list[str]:
         """Tenants that have a glossary, sorted."""
-        if not self.path.exists():
+        if self._empty():
             return []
-        with closing(self._connect()) as connection:
-            return [row[0] for row in connection.execute("SELECT tenant_id FROM glossary_vocabularies ORDER BY 1")]
+        with self.database.connect() as connection:
+            return list(connection.execute(sa.text("SELECT tenant_id FROM glossary_vocabularies ORDER BY 1")).scalars())

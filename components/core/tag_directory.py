@@ -1,6 +1,7 @@
 """
-The tag-owner directory (docs/contract.md, "Confidence and routing"): a SQLite file
-with two tables,
+The tag-owner directory (docs/contract.md, "Confidence and routing"): two tables in the state layer
+(:mod:`components.core.state`: its own SQLite file by default, the shared database with
+``SOURCEBOUND_DATABASE_URL``),
 
 ```sql
 users (id TEXT PRIMARY KEY, email TEXT NOT NULL)
@@ -22,8 +23,8 @@ managed from the CLI (``sourcebound tags ...``) or a YAML file, and read by the
 :class:`components.routers.tag_router.TagRouter` when an answer is routed to a human.
 It lives at ``$SOURCEBOUND_DATA_DIR/tags.sqlite`` by default.
 
-Every call opens its own short connection, so one directory object is safe to
-share between server threads and CLI processes (SQLite serialises writers).
+Every call takes a pooled connection for one transaction, so one directory object is safe to
+share between server threads, CLI processes and replicas (each write is one upsert or one transaction).
 
 YAML format for :meth:`TagDirectory.load_from_yaml`:
 
@@ -36,39 +37,28 @@ tags:
 ```
 """
 
-import logging
 import os
-import sqlite3
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 import yaml
 
 from components.core.errors import SourceboundError
-
-logger = logging.getLogger(__name__)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY,
-    email TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tags (
-    tenant_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    owner_user_id TEXT REFERENCES users(id) ON DELETE SET NULL,
-    PRIMARY KEY (tenant_id, name)
-);
-"""
+from components.core.state import StateDatabase, open_state
 
 TAG_DIRECTORY_FILE = "tags.sqlite"
 
-_UPSERT_TAG = (
-    "INSERT INTO tags (tenant_id, name, owner_user_id) VALUES (?, ?, ?) "
-    "ON CONFLICT(tenant_id, name) DO UPDATE SET owner_user_id = excluded.owner_user_id"
+_UPSERT_USER = sa.text(
+    "INSERT INTO users (id, email) VALUES (:id, :email) ON CONFLICT (id) DO UPDATE SET email = excluded.email"
 )
+# One statement, so two replicas setting the same tag's owner at once both succeed (the last one wins).
+_UPSERT_TAG = sa.text(
+    "INSERT INTO tags (tenant_id, name, owner_user_id) VALUES (:tenant_id, :name, :owner) "
+    "ON CONFLICT (tenant_id, name) DO UPDATE SET owner_user_id = excluded.owner_user_id"
+)
+_USER_EXISTS = sa.text("SELECT 1 FROM users WHERE id = :id")
 _SELECT_TAGS = (
     "SELECT tags.name, tags.owner_user_id, users.email, tags.tenant_id FROM tags "
     "LEFT JOIN users ON users.id = tags.owner_user_id"
@@ -116,52 +106,35 @@ class TagDirectory:
     ```
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, database_url: str | None = None) -> None:
         """
         :param path: The SQLite file; created (with its folder and schema) on first use.
+        :param database_url: A shared database instead of the file (default: ``SOURCEBOUND_DATABASE_URL``).
         """
         if not str(path):
             raise ValueError("The tag directory needs a file path.")
         self.path = Path(path)
-        self._initialised = False
+        self.database_url = database_url
+        self._database: StateDatabase | None = None
 
-    def _connect(self) -> sqlite3.Connection:
-        if not self._initialised:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10.0)
-        connection.execute("PRAGMA foreign_keys = ON")
-        if not self._initialised:
-            self._migrate_old_tags_table(connection)
-            connection.executescript(SCHEMA)
-            self._initialised = True
-        return connection
-
-    def _migrate_old_tags_table(self, connection: sqlite3.Connection) -> None:
-        """Drop a pre-tenant ``tags`` table (no ``tenant_id`` column); see the module doc."""
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(tags)").fetchall()}
-        if columns and "tenant_id" not in columns:
-            logger.warning(
-                "Tag directory %s has the old tags table (no tenant_id): dropping its tags; "
-                "reload them from the directory YAML (`sourcebound tags load ...`).",
-                self.path,
-            )
-            with connection:
-                connection.execute("DROP TABLE tags")
+    @property
+    def database(self) -> StateDatabase:
+        """The state database (opened and migrated on first use; an old tenant-less tags table is dropped)."""
+        if self._database is None:
+            self._database = open_state("tags", self.path, self.database_url)
+        return self._database
 
     def add_user(self, user_id: str, email: str) -> None:
         """Add a user, or update the email of an existing one."""
         if not user_id or not email or "@" not in email:
             raise TagDirectoryError(f"A user needs an id and an email address, got id={user_id!r} email={email!r}.")
-        with closing(self._connect()) as connection, connection:
-            connection.execute(
-                "INSERT INTO users (id, email) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET email = excluded.email",
-                (user_id, email),
-            )
+        with self.database.begin() as connection:
+            connection.execute(_UPSERT_USER, {"id": user_id, "email": email})
 
     def remove_user(self, user_id: str) -> bool:
         """Remove a user; tags it owned keep no owner. Returns whether the user existed."""
-        with closing(self._connect()) as connection, connection:
-            return connection.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount > 0
+        with self.database.begin() as connection:
+            return connection.execute(sa.text("DELETE FROM users WHERE id = :id"), {"id": user_id}).rowcount > 0
 
     def set_tag_owner(self, tenant_id: str, tag: str, owner_user_id: str | None) -> None:
         """
@@ -172,27 +145,30 @@ class TagDirectory:
         _require_tenant(tenant_id)
         if not tag:
             raise TagDirectoryError("A tag needs a name.")
-        with closing(self._connect()) as connection, connection:
-            if (
-                owner_user_id is not None
-                and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner_user_id,)).fetchone() is None
-            ):
+        with self.database.begin() as connection:
+            if owner_user_id is not None and connection.execute(_USER_EXISTS, {"id": owner_user_id}).first() is None:
                 raise TagDirectoryError(f"Unknown user {owner_user_id!r}: add it first (`sourcebound tags add-user`).")
-            connection.execute(_UPSERT_TAG, (tenant_id, tag, owner_user_id))
+            connection.execute(_UPSERT_TAG, {"tenant_id": tenant_id, "name": tag, "owner": owner_user_id})
 
     def remove_tag(self, tenant_id: str, tag: str) -> bool:
         """Remove a tenant's tag from the directory. Returns whether it existed."""
         _require_tenant(tenant_id)
-        with closing(self._connect()) as connection, connection:
+        with self.database.begin() as connection:
             return (
-                connection.execute("DELETE FROM tags WHERE tenant_id = ? AND name = ?", (tenant_id, tag)).rowcount > 0
+                connection.execute(
+                    sa.text("DELETE FROM tags WHERE tenant_id = :tenant_id AND name = :name"),
+                    {"tenant_id": tenant_id, "name": tag},
+                ).rowcount
+                > 0
             )
 
     def remove_tenant(self, tenant_id: str) -> int:
         """Remove every tag (and so every tag owner) of a tenant (docs/contract.md "Deletion"). Returns how many."""
         _require_tenant(tenant_id)
-        with closing(self._connect()) as connection, connection:
-            return connection.execute("DELETE FROM tags WHERE tenant_id = ?", (tenant_id,)).rowcount
+        with self.database.begin() as connection:
+            return connection.execute(
+                sa.text("DELETE FROM tags WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
+            ).rowcount
 
     def lookup(self, tenant_id: str, tag: str) -> TagOwner | None:
         """
@@ -201,27 +177,29 @@ class TagDirectory:
         ``owner_email=None`` when the owner id names no user.
         """
         _require_tenant(tenant_id)
-        with closing(self._connect()) as connection:
+        with self.database.connect() as connection:
             row = connection.execute(
-                f"{_SELECT_TAGS} WHERE tags.tenant_id = ? AND tags.name = ?", (tenant_id, tag)
-            ).fetchone()
+                sa.text(f"{_SELECT_TAGS} WHERE tags.tenant_id = :tenant_id AND tags.name = :name"),
+                {"tenant_id": tenant_id, "name": tag},
+            ).first()
         return _tag_owner(row) if row else None
 
     def list_tags(self, tenant_id: str | None = None) -> list[TagOwner]:
         """The tags of ``tenant_id`` (every tenant's when ``None``) with their owners, sorted by tenant and name."""
-        with closing(self._connect()) as connection:
+        with self.database.connect() as connection:
             if tenant_id is None:
-                rows = connection.execute(f"{_SELECT_TAGS} ORDER BY tags.tenant_id, tags.name").fetchall()
+                rows = connection.execute(sa.text(f"{_SELECT_TAGS} ORDER BY tags.tenant_id, tags.name")).all()
             else:
                 rows = connection.execute(
-                    f"{_SELECT_TAGS} WHERE tags.tenant_id = ? ORDER BY tags.name", (tenant_id,)
-                ).fetchall()
+                    sa.text(f"{_SELECT_TAGS} WHERE tags.tenant_id = :tenant_id ORDER BY tags.name"),
+                    {"tenant_id": tenant_id},
+                ).all()
         return [_tag_owner(row) for row in rows]
 
     def list_users(self) -> list[tuple[str, str]]:
         """Every user as ``(id, email)``, sorted by id."""
-        with closing(self._connect()) as connection:
-            return [tuple(row) for row in connection.execute("SELECT id, email FROM users ORDER BY id").fetchall()]
+        with self.database.connect() as connection:
+            return [tuple(row) for row in connection.execute(sa.text("SELECT id, email FROM users ORDER BY id")).all()]
 
     def load_from_yaml(self, path: str | os.PathLike) -> dict[str, int]:
         """
@@ -256,24 +234,18 @@ class TagDirectory:
             if not item.get("tenant_id"):
                 raise TagDirectoryError(f"Tag {item.get('name')!r} needs a `tenant_id`, got {item!r}.")
             tags.append((str(item["tenant_id"]), item.get("name"), item.get("owner_user_id", item.get("owner"))))
-        with closing(self._connect()) as connection, connection:
+        with self.database.begin() as connection:
             for user in users:
                 if not isinstance(user, dict) or not user.get("id") or "@" not in str(user.get("email", "")):
                     raise TagDirectoryError(f"Each user needs an `id` and an `email`, got {user!r}.")
-                connection.execute(
-                    "INSERT INTO users (id, email) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET email = excluded.email",
-                    (str(user["id"]), str(user["email"])),
-                )
+                connection.execute(_UPSERT_USER, {"id": str(user["id"]), "email": str(user["email"])})
             for tenant_id, name, owner in tags:
                 if not name:
                     raise TagDirectoryError(f"A tag of tenant {tenant_id!r} needs a name.")
                 owner = None if owner is None else str(owner)
-                if (
-                    owner is not None
-                    and connection.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None
-                ):
+                if owner is not None and connection.execute(_USER_EXISTS, {"id": owner}).first() is None:
                     raise TagDirectoryError(
                         f"Tag {name!r} ({tenant_id}) names unknown owner {owner!r}; list it under `users`."
                     )
-                connection.execute(_UPSERT_TAG, (tenant_id, str(name), owner))
+                connection.execute(_UPSERT_TAG, {"tenant_id": tenant_id, "name": str(name), "owner": owner})
         return {"users": len(users), "tags": len(tags)}

@@ -11,7 +11,10 @@ size, mode and SHA-256 of every file). How each file is taken:
 - every ``*.sqlite`` file: SQLite's online backup API (a consistent copy while others read and write it);
 - every other file (keys, secrets, state of later features): copied as bytes.
 
-New state in the data directory is covered without code changes. A backup is written under a hidden
+New state in the data directory is covered without code changes. With a shared state database
+(``SOURCEBOUND_DATABASE_URL``, docs/operations.md "Replicas") keys, tags, records, conversations, glossaries and
+sync state live in that database, not in the data directory: back it up with ``pg_dump`` beside this backup
+(a warning says so; restore both together). A backup is written under a hidden
 temporary name beside PATH and renamed to PATH last, so a backup killed half way never looks complete, and
 restore accepts only a directory whose manifest and checksums all match.
 
@@ -29,6 +32,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.errors import SourceboundError
+from components.core.state import database_url
 from components.document_stores.qdrant_edge.shard import LOCK_FILE_NAME, folder_holder
 
 FORMAT = "sourcebound-backup"
@@ -54,6 +59,8 @@ SERVER_FILE_NAME = "server.json"
 _SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal")
 _SKIPPED_NAMES = frozenset({LOCK_FILE_NAME, SERVER_FILE_NAME})
 _CHUNK = 1 << 20
+
+logger = logging.getLogger(__name__)
 
 
 class BackupError(SourceboundError):
@@ -286,6 +293,12 @@ def create_backup(
     target = Path(target).absolute()
     if target.exists() or target.is_symlink():
         raise BackupError(f"{target} already exists; a backup is written to a new path.")
+    if database_url() is not None:
+        logger.warning(
+            "The state database (SOURCEBOUND_DATABASE_URL) is not in this backup of %s: back it up with pg_dump "
+            "at the same time (docs/operations.md, 'Replicas').",
+            data_dir,
+        )
     if not target.parent.is_dir():
         raise BackupError(f"The folder {target.parent} does not exist; create it first.")
     if target == data_dir or data_dir in target.parents:

@@ -11,7 +11,7 @@ import sys
 
 import openai
 import pytest
-from support.api_server import REPO, ApiServer, error_of
+from support.api_server import REPO, ApiServer, error_of, settled_query_log
 
 from hayhooks_app import cli_keys
 
@@ -250,6 +250,7 @@ class TestKeysAtRuntime:
         import sqlite3
 
         _top3(server.client, "key id probe", bearer(keys["globex"]))
+        settled_query_log(server.data_dir)
         with sqlite3.connect(server.data_dir / "records.sqlite") as connection:
             key_id, tenant = connection.execute(
                 "SELECT key_id, tenant_id FROM query_log ORDER BY id DESC LIMIT 1"

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.api_server import ApiServer, error_of, post
+from support.api_server import ApiServer, error_of, post, settled_query_log
 
 pytestmark = pytest.mark.integration
 
@@ -465,6 +465,7 @@ def _index_and_invalidate(http, document_id, reason, cascade_id):
 
 class TestRecords:
     def _rows(self, server, sql):
+        settled_query_log(server.data_dir)
         with sqlite3.connect(server.data_dir / "records.sqlite") as connection:
             connection.row_factory = sqlite3.Row
             return [dict(row) for row in connection.execute(sql)]

@@ -9,7 +9,7 @@ import json
 import sqlite3
 
 import pytest
-from support.api_server import ApiServer, error_of
+from support.api_server import ApiServer, error_of, settled_query_log
 
 from hayhooks_app import cli_keys
 from hayhooks_app.errors import ApiError
@@ -210,6 +210,7 @@ class TestDelegationOverHttp:
     def test_service_key_acts_for_a_granted_user_and_is_recorded(self, server):
         response = _found(server, server.keys["orchestrator"], user_id="u-acme-priya")
         assert {hit["document_id"] for hit in response.json()["result"]["results"]} == {"priya-notes", "hr-meetings"}
+        settled_query_log(server.data_dir)
         with sqlite3.connect(server.data_dir / "records.sqlite") as connection:
             key_id, user_id = connection.execute(
                 "SELECT key_id, user_id FROM query_log ORDER BY id DESC LIMIT 1"

@@ -129,6 +129,25 @@ class ApiServer:
         self.stop()
 
 
+def settled_query_log(data_dir: Path, quiet_s: float = 0.3, timeout_s: float = 10.0) -> None:
+    """
+    Wait until the server's background writer has written the query log (``records.sqlite`` unchanged for
+    ``quiet_s``): the query log is written off the request path (hayhooks_app/records.py).
+    """
+    import sqlite3
+
+    deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
+    while time.monotonic() < deadline:
+        with sqlite3.connect(Path(data_dir) / "records.sqlite") as connection:
+            state = connection.execute("SELECT count(*), max(id) FROM query_log").fetchone()
+        if state != last:
+            last, since = state, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the query log of {data_dir} kept changing for {timeout_s}s")
+
+
 def error_of(response: httpx.Response, status: int, error_type: str | None = None) -> str:
     """Assert an error response's status and shape; return its message."""
     assert response.status_code == status, f"expected {status}, got {response.status_code}: {response.text[:500]}"

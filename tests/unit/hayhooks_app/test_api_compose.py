@@ -44,12 +44,34 @@ class TestComposeFile:
         assert used <= declared
         assert any(v.endswith(":/qdrant/storage") for v in SERVICES["qdrant"]["volumes"])
         assert any(v.endswith(":/root/.ollama") for v in SERVICES["ollama"]["volumes"])
-        assert any(v.endswith(":/data") for v in SERVICES["app"]["volumes"])
+        # Each replica its own /data (caches only; the state is in postgres), so `--scale app=N` shares none.
+        assert "/data" in SERVICES["app"]["volumes"]
+        assert any(v.endswith(":/var/lib/postgresql/data") for v in SERVICES["postgres"]["volumes"])
 
     def test_ports(self):
         assert any(port.endswith("6333:6333") for port in SERVICES["qdrant"]["ports"])
         assert any(port.endswith("11434:11434") for port in SERVICES["ollama"]["ports"])
-        assert any(port.endswith(":1416") for port in SERVICES["app"]["ports"])
+        # The proxy publishes the API; the replicas publish nothing (several cannot bind one host port).
+        assert any(port.endswith(":8080") and "1416" in port for port in SERVICES["proxy"]["ports"])
+        assert "ports" not in SERVICES["app"] and SERVICES["app"]["expose"] == ["1416"]
+
+    def test_replicas_share_postgres_behind_the_proxy(self):
+        postgres = SERVICES["postgres"]
+        assert postgres["image"].startswith("postgres:") and postgres["healthcheck"]["test"][:2] == [
+            "CMD",
+            "pg_isready",
+        ]
+        for service in ("app", "events"):
+            env = _container_env(service)
+            assert env["SOURCEBOUND_DATABASE_URL"].startswith("postgresql+psycopg://sourcebound:")
+            assert env["SOURCEBOUND_DATABASE_URL"].endswith("@postgres:5432/sourcebound")
+            assert SERVICES[service]["depends_on"]["postgres"]["condition"] == "service_healthy"
+        proxy = SERVICES["proxy"]
+        (mount,) = proxy["volumes"]
+        source, target, mode = mount.split(":")
+        caddyfile = (REPO / source).read_text(encoding="utf-8")
+        assert proxy["image"].startswith("caddy:") and target == "/etc/caddy/Caddyfile" and mode == "ro"
+        assert "dynamic a app 1416" in caddyfile and "health_uri /health" in caddyfile
 
     def test_model_pull_is_one_shot_and_gates_the_app(self):
         pull = SERVICES["ollama-pull"]

@@ -1,8 +1,7 @@
 """The sync bookkeeping in a real SQLite file: commit and files advance together, deliveries, jobs, pruning."""
 
-import sqlite3
-
 import pytest
+import sqlalchemy.exc
 
 from components.services.sync_state import SyncState
 
@@ -27,7 +26,7 @@ class TestSyncState:
 
     def test_a_failed_advance_changes_nothing(self, state):
         state.advance("h", "c1", {"a.md": ("b1", "doc-a")}, [])
-        with pytest.raises(sqlite3.Error):
+        with pytest.raises(sqlalchemy.exc.IntegrityError):
             state.advance("h", "c2", {"b.md": ("b2", None)}, ["a.md"])  # NOT NULL: the transaction rolls back
         assert state.last_commit("h") == "c1" and state.files("h") == {"a.md": ("b1", "doc-a")}
 
@@ -52,5 +51,5 @@ class TestSyncState:
         assert state.abandon_unfinished() == 1 and state.job(left)["status"] == "abandoned"
         assert state.job("job-none") is None
         assert state.prune(0) == {"deliveries": 0, "jobs": 0}
-        state._query("UPDATE jobs SET created_at = '2000-01-01T00:00:00+00:00' WHERE id = ?", (done,))
+        state._query("UPDATE jobs SET created_at = '2000-01-01T00:00:00+00:00' WHERE id = :id", {"id": done})
         assert state.prune(30) == {"deliveries": 0, "jobs": 1} and state.job(done) is None
