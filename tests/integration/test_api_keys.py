@@ -207,6 +207,7 @@ class TestWrites:
             "api_keys": 1,
             "conversations": 0,
             "glossary": 0,
+            "sentence_vectors": 0,
         }
         assert response.json()["result"] == {"tenant_id": "t-admin", "chunks_removed": 0, "removed": removed}
         error_of(
