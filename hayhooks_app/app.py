@@ -47,6 +47,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+from components.core.sentence_vector_cache import prune_sentence_vectors
 from hayhooks_app.cli import build_parser
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.conversations import conversation_routes
@@ -131,6 +132,10 @@ async def _prune_periodically(container: ServiceContainer) -> None:
             removed = await run_in_threadpool(container.records.prune, settings.records_retention_days)
             if any(removed.values()):
                 logger.info("Pruned records older than %d days: %s", settings.records_retention_days, removed)
+            # Documents another replica deleted take their sentence vectors out of this one's cache too.
+            vectors = await run_in_threadpool(prune_sentence_vectors, settings.data_dir, container.store)
+            if vectors:
+                logger.info("Pruned %d sentence vectors of deleted documents.", vectors)
         except Exception:
             logger.exception("Pruning the records failed.")
 

@@ -29,6 +29,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -175,3 +176,37 @@ def erase_sentence_vectors(data_dir: str | Path, tenant_id: str, document_ids: I
         )
     finally:
         cache.close()
+
+
+def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -> int:
+    """
+    Remove the vectors of documents ``store`` no longer holds; returns how many rows went. Deletions served by
+    this process remove theirs at once; this catches the ones another replica served (docs/operations.md,
+    "Replicas"), on the records pruning schedule.
+
+    :param data_dir: The data dir holding the sentence vector file (nothing to do when it has none).
+    :param store: The document store (any Haystack store with ``filter_documents``).
+    :param batch: Document ids looked up per store query.
+    """
+    path = Path(data_dir) / SENTENCE_VECTORS_FILE
+    if not path.exists():
+        return 0
+    cache = SentenceVectorCache(path, model_key=None)
+    removed = 0
+    try:
+        for tenant_id in sorted(cache.tenants()):
+            cached = sorted(cache.document_ids(tenant_id))
+            for start in range(0, len(cached), batch):
+                part = cached[start : start + batch]
+                conditions = [
+                    {"field": "meta.tenant_id", "operator": "==", "value": tenant_id},
+                    {"field": "meta.document_id", "operator": "in", "value": part},
+                ]
+                held = {
+                    document.meta.get("document_id")
+                    for document in store.filter_documents({"operator": "AND", "conditions": conditions})
+                }
+                removed += cache.delete_documents(tenant_id, [document for document in part if document not in held])
+    finally:
+        cache.close()
+    return removed

@@ -89,3 +89,38 @@ class TestSentenceVectorCache:
             thread.join()
         assert not errors
         assert cache.count() == 120
+
+
+@pytest.mark.integration
+class TestPruneSentenceVectors:
+    def test_vectors_of_documents_the_store_lost_are_removed(self, tmp_path):
+        from haystack import Document
+
+        from components.core.sentence_vector_cache import SENTENCE_VECTORS_FILE, prune_sentence_vectors
+        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+
+        assert prune_sentence_vectors(tmp_path, store=None) == 0  # no file: nothing to do
+        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=384)
+        try:
+            held = [("acme", "handbook"), ("globex", "handbook")]
+            store.write_documents(
+                [
+                    Document(
+                        id=f"{tenant}-{document}:0",
+                        content="Employees get 25 days.",
+                        embedding=_vector(1).tolist(),
+                        meta={"tenant_id": tenant, "document_id": document, "chunk_index": 0},
+                    )
+                    for tenant, document in held
+                ]
+            )
+            cache = SentenceVectorCache(tmp_path / SENTENCE_VECTORS_FILE, model_key="m@1")
+            for tenant, document in [*held, ("acme", "deleted-elsewhere"), ("initech", "gone")]:
+                cache.put(tenant, [(document, "Employees get 25 days.", _vector(1)), (document, "More.", _vector(2))])
+            # 1 id per store query: the batching is exercised too.
+            assert prune_sentence_vectors(tmp_path, store, batch=1) == 4
+            assert {(tenant, document) for tenant in cache.tenants() for document in cache.document_ids(tenant)} == set(
+                held
+            )
+        finally:
+            store.close()
