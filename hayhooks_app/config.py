@@ -38,17 +38,27 @@ class ConfigError(SourceboundError, ValueError):
     """An environment variable has a value the application cannot use; the message names it."""
 
 
-def _env_int(name: str, default: int, minimum: int = 0) -> int:
+def env_number(name: str, default: int | float, minimum: int | float = 0, kind: type = int) -> int | float:
+    """
+    The number in environment variable ``name`` (``default`` when unset or blank), as ``kind`` (int or float).
+
+    :raises ConfigError: If it is not a number of that kind or is below ``minimum``; the message names the variable.
+    """
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError as error:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}.") from error
+        noun = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name} must be {noun}, got {raw!r}.") from error
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}.")
     return value
+
+
+def _env_int(name: str, default: int, minimum: int = 0) -> int:
+    return env_number(name, default, minimum, int)
 
 
 def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

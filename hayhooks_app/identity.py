@@ -39,7 +39,6 @@ import fnmatch
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -51,6 +50,7 @@ import sqlalchemy as sa
 
 from components.core.state import StateDatabase, open_state
 from components.core.state import database_url as shared_database_url
+from hayhooks_app.config import env_number
 from hayhooks_app.errors import forbidden, unauthorized, validation_error
 
 logger = logging.getLogger(__name__)
@@ -264,14 +264,7 @@ class SqlApiKeys:
 
 def key_cache_seconds() -> float:
     """``SOURCEBOUND_KEY_CACHE_SECONDS`` (default 2): how long a replica trusts a key lookup it made."""
-    raw = os.environ.get("SOURCEBOUND_KEY_CACHE_SECONDS", "").strip()
-    try:
-        value = float(raw) if raw else 2.0
-    except ValueError as error:
-        raise ValueError(f"SOURCEBOUND_KEY_CACHE_SECONDS must be a number of seconds, got {raw!r}.") from error
-    if value < 0:
-        raise ValueError(f"SOURCEBOUND_KEY_CACHE_SECONDS must be >= 0, got {value}.")
-    return value
+    return env_number("SOURCEBOUND_KEY_CACHE_SECONDS", 2.0, minimum=0, kind=float)
 
 
 class ApiKeyStore:

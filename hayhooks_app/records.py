@@ -61,6 +61,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from components.core.state import StateDatabase, open_state
+from hayhooks_app.config import env_number
 
 logger = logging.getLogger(__name__)
 
@@ -171,14 +172,7 @@ class QueryLogWriter:
 
 
 def _queue_rows_from_env() -> int:
-    raw = os.environ.get(QUEUE_ROWS_ENV, "").strip()
-    try:
-        value = int(raw) if raw else 10_000
-    except ValueError as error:
-        raise ValueError(f"{QUEUE_ROWS_ENV} must be an integer, got {raw!r}.") from error
-    if value < 1:
-        raise ValueError(f"{QUEUE_ROWS_ENV} must be >= 1, got {value}.")
-    return value
+    return env_number(QUEUE_ROWS_ENV, 10_000, minimum=1)
 
 
 class RecordStore:
