@@ -104,6 +104,16 @@ class TestComposeFile:
         assert env["HAYSTACK_CONTENT_TRACING_ENABLED"].endswith(":-false}")  # no content unless switched on
         assert SERVICES["app"]["depends_on"]["jaeger"]["condition"] == "service_started"
 
+    def test_app_can_read_a_sources_file_and_its_secrets(self):
+        env = _container_env("app")
+        assert env["SOURCEBOUND_SOURCES"] == "${SOURCEBOUND_SOURCES:-}"  # empty by default: no sources
+        (mount,) = [v for v in SERVICES["app"]["volumes"] if v.startswith("./deploy")]
+        source, target, mode = mount.split(":")
+        assert (REPO / source).is_dir() and target == "/app/deploy" and mode == "ro"
+        # Secrets stay out of the compose file and the sources file: an optional env file beside it.
+        assert SERVICES["app"]["env_file"] == [{"path": "./deploy/sources.env", "required": False}]
+        assert "deploy/sources.env" in (REPO / ".gitignore").read_text(encoding="utf-8")
+
     def test_app_mounts_the_server_profile(self):
         env = _container_env("app")
         (mount,) = [v for v in SERVICES["app"]["volumes"] if v.startswith("./pipelines/profiles/server")]
