@@ -91,21 +91,16 @@ class SentenceVectorCache:
 
     def get(self, tenant_id: str, keys: Sequence[Key]) -> dict[Key, np.ndarray]:
         """The stored vectors (float32) of the ``(document_id, text)`` keys this tenant has; missing keys are absent."""
-        wanted: dict[tuple[str, bytes], list[Key]] = {}
-        for document_id, text in keys:
-            wanted.setdefault((document_id, text_hash(text)), []).append((document_id, text))
         found: dict[Key, np.ndarray] = {}
         # One primary-key lookup per sentence: an OR of (document, hash) pairs would scan the tenant's rows.
         with self._lock:
-            for (document_id, digest), requested in wanted.items():
+            for document_id, text in dict.fromkeys(keys):
                 row = self._db.execute(
                     "SELECT vector FROM sentence_vectors WHERE tenant_id = ? AND document_id = ? AND text_hash = ?",
-                    (tenant_id, document_id, digest),
+                    (tenant_id, document_id, text_hash(text)),
                 ).fetchone()
                 if row is not None:
-                    vector = np.frombuffer(row[0], dtype=STORED_DTYPE).astype(np.float32)
-                    for key in requested:
-                        found[key] = vector
+                    found[(document_id, text)] = np.frombuffer(row[0], dtype=STORED_DTYPE).astype(np.float32)
         return found
 
     def put(self, tenant_id: str, entries: Iterable[tuple[str, str, np.ndarray]]) -> int:

@@ -173,6 +173,10 @@ class OnnxDocumentEmbedder:
                     self._cache.popitem(last=False)
         return [found[text] for text in texts]
 
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        """Embed ``texts`` through the in-memory cache when it has one."""
+        return list(self._cached_encode(texts) if self.cache_size else self._encode(texts))
+
     def _stored_encode(self, documents: list[Document], texts: list[str]) -> list[np.ndarray]:
         """Vectors from the file where it has them; the rest computed, written back; all rounded alike."""
         vectors: list[np.ndarray | None] = [None] * len(documents)
@@ -191,11 +195,7 @@ class OnnxDocumentEmbedder:
                 vectors[index] = found.get((documents[index].meta["document_id"], texts[index]))
         missing = [index for index, vector in enumerate(vectors) if vector is None]
         if missing:
-            computed = (
-                self._cached_encode([texts[i] for i in missing])
-                if self.cache_size
-                else self._encode([texts[i] for i in missing])
-            )
+            computed = self._compute([texts[i] for i in missing])
             for index, vector in zip(missing, computed, strict=True):
                 vectors[index] = stored_vector(vector)
             computed_now = set(missing)
@@ -218,7 +218,7 @@ class OnnxDocumentEmbedder:
         texts = [self._text(document) for document in documents]
         if self._vector_cache is not None:
             return self._stored_encode(documents, texts)
-        return list(self._cached_encode(texts) if self.cache_size else self._encode(texts))
+        return self._compute(texts)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
