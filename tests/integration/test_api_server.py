@@ -9,13 +9,13 @@ import io
 import json
 import sqlite3
 import time
-from contextlib import closing
 
 import httpx
 import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.api_server import ApiServer, error_of, post, settled_query_log
+from support.sqlite_files import rows
 
 pytestmark = pytest.mark.integration
 
@@ -40,11 +40,6 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def http(server):
     return server.client
-
-
-def _rows(path, sql, *params):
-    with closing(sqlite3.connect(path)) as connection:
-        return connection.execute(sql, params).fetchall()
 
 
 def search(http, query, identity=ACME, **options):
@@ -159,11 +154,11 @@ class TestRag:
         # Every context sentence was embedded when its chunk was indexed: a /rag request adds nothing to the file
         # (a sentence the file lacked would be embedded now and written back; docs/reader.md, "Cost").
         vectors = server.data_dir / "sentence_vectors.sqlite"
-        before = _rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0]
+        before = rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0]
         assert before > 100  # the sample corpus, indexed at the first start
         for query, identity in ((MEAL, ACME), (MEAL, GLOBEX), (ABSENT, ACME)):
             post(http, "/rag/run", {"query": query, **identity})
-        assert _rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0] == before
+        assert rows(vectors, "SELECT count(*) FROM sentence_vectors")[0][0] == before
 
     def test_same_request_same_answer(self, http):
         first = post(http, "/rag/run", {"query": MEAL, **ACME})
@@ -366,7 +361,7 @@ class TestLifecycle:
     def test_invalidate_removes_every_chunk(self, http, server, handbook):
         vectors = server.data_dir / "sentence_vectors.sqlite"
         stored = "SELECT count(*) FROM sentence_vectors WHERE tenant_id = 't-api' AND document_id = ?"
-        assert _rows(vectors, stored, handbook) == [(1,)]  # the indexing pipeline stored its one sentence
+        assert rows(vectors, stored, handbook) == [(1,)]  # the indexing pipeline stored its one sentence
         result = post(
             http,
             "/invalidate/run",
@@ -375,7 +370,7 @@ class TestLifecycle:
         assert result == {"invalidated": 1, "chunks_removed": result["chunks_removed"], "cascade_id": "cascade-7"}
         assert result["chunks_removed"] >= 1
         assert handbook not in self._ids(http, filters={"exclude_tainted": False})
-        assert _rows(vectors, stored, handbook) == [(0,)]  # its sentence vectors went with it
+        assert rows(vectors, stored, handbook) == [(0,)]  # its sentence vectors went with it
         again = post(http, "/invalidate/run", {"tenant_id": "t-api", "document_ids": [handbook]})
         assert (again["invalidated"], again["chunks_removed"]) == (0, 0)
 

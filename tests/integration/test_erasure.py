@@ -7,11 +7,11 @@ documents, log rows and user keys and leaves everyone else's.
 """
 
 import json
-import sqlite3
 from types import SimpleNamespace
 
 import pytest
 from support.api_server import ApiServer
+from support.sqlite_files import rows
 
 from components.core.tag_directory import TagDirectory
 from hayhooks_app import cli_keys
@@ -20,11 +20,6 @@ from hayhooks_app.erasure import erase_tenant, erase_user
 from hayhooks_app.records import RecordStore
 
 ACME_QUERY = "secret acme merger codename"  # query text that must not survive the tenant
-
-
-def rows(path, sql, *params):
-    with sqlite3.connect(path) as connection:
-        return connection.execute(sql, params).fetchall()
 
 
 def documents_for(tenant):

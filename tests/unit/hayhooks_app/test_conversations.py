@@ -1,9 +1,9 @@
 """ConversationService: tenant/user-scoped conversations with rolling summaries in a real SQLite file."""
 
 import json
-import sqlite3
 
 import pytest
+from support.sqlite_files import rows
 
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
 from hayhooks_app.config import ConfigError
@@ -29,11 +29,6 @@ def service(tmp_path, summarizer=None, **settings):
         ConversationSettings(**settings),
         summarizer or ExtractiveConversationSummarizer(),
     )
-
-
-def rows(path, sql, *params):
-    with sqlite3.connect(path) as connection:
-        return connection.execute(sql, params).fetchall()
 
 
 class FailingSummarizer:
