@@ -25,7 +25,6 @@ from typing import Any
 
 from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.core.sentence_vector_cache import erase_sentence_vectors
-from components.core.state import database_url
 from components.services import document_lifecycle
 from hayhooks_app import cli_keys
 from hayhooks_app.conversations import CONVERSATIONS_FILE, erase_conversations
@@ -100,7 +99,7 @@ def erase_user(
             for tenant in {owner for owner, _ in owned}
         )
     keys = 0
-    if keys_file is not None and (Path(keys_file).exists() or database_url()):
+    if keys_file is not None:  # cli_keys reads the shared database or the file (none: no keys)
         tenants = {record.tenant_id for record in cli_keys.list_keys(keys_file) if record.user_id == user_id}
         for tenant in sorted(tenants if tenant_id is None else tenants & {tenant_id}):
             keys += cli_keys.revoke_where(keys_file, tenant, user_id=user_id)
