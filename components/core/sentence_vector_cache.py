@@ -27,7 +27,8 @@ cache.get("acme", [("hr-policy", "Employees get 25 days.")])  # {("hr-policy", "
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,21 +157,31 @@ class SentenceVectorCache:
             self._db.close()
 
 
+@contextmanager
+def _data_dir_cache(data_dir: str | Path) -> Iterator[SentenceVectorCache | None]:
+    """The data dir's sentence vector file opened for deletions (any model), or ``None`` when it has none."""
+    path = Path(data_dir) / SENTENCE_VECTORS_FILE
+    if not path.exists():
+        yield None
+        return
+    cache = SentenceVectorCache(path, model_key=None)
+    try:
+        yield cache
+    finally:
+        cache.close()
+
+
 def erase_sentence_vectors(data_dir: str | Path, tenant_id: str, document_ids: Iterable[str] | None = None) -> int:
     """
     Remove a tenant's sentence vectors from the data dir's file (only ``document_ids`` when given); returns how
     many. Deleting documents deletes their vectors too (docs/contract.md "Deletion").
     """
-    path = Path(data_dir) / SENTENCE_VECTORS_FILE
-    if not path.exists():
-        return 0
-    cache = SentenceVectorCache(path, model_key=None)
-    try:
-        return (
-            cache.delete_tenant(tenant_id) if document_ids is None else cache.delete_documents(tenant_id, document_ids)
-        )
-    finally:
-        cache.close()
+    with _data_dir_cache(data_dir) as cache:
+        if cache is None:
+            return 0
+        if document_ids is None:
+            return cache.delete_tenant(tenant_id)
+        return cache.delete_documents(tenant_id, document_ids)
 
 
 def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -> int:
@@ -183,13 +194,9 @@ def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -
     :param store: The document store (any Haystack store with ``filter_documents``).
     :param batch: Document ids looked up per store query.
     """
-    path = Path(data_dir) / SENTENCE_VECTORS_FILE
-    if not path.exists():
-        return 0
-    cache = SentenceVectorCache(path, model_key=None)
     removed = 0
-    try:
-        for tenant_id in sorted(cache.tenants()):
+    with _data_dir_cache(data_dir) as cache:
+        for tenant_id in sorted(cache.tenants()) if cache is not None else ():
             cached = sorted(cache.document_ids(tenant_id))
             for start in range(0, len(cached), batch):
                 part = cached[start : start + batch]
@@ -202,6 +209,4 @@ def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -
                     for document in store.filter_documents({"operator": "AND", "conditions": conditions})
                 }
                 removed += cache.delete_documents(tenant_id, [document for document in part if document not in held])
-    finally:
-        cache.close()
     return removed
