@@ -82,8 +82,13 @@ def parse_glossary_csv(text: str) -> list[GlossaryEntry]:
     :returns: The entries in file order.
     :raises GlossaryError: On a missing column, an empty term, a duplicate term, or a phrase with nothing to match.
     """
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    columns = {(name or "").strip().lower(): name for name in reader.fieldnames or []}
+    # newline="": the csv module reads line ends itself (a bare "\r" is one, not a broken field).
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    try:
+        fieldnames, rows = reader.fieldnames or [], list(reader)
+    except csv.Error as error:  # e.g. a field over the csv module's size limit
+        raise GlossaryError(f"the glossary is not readable CSV ({error}); check its quoting and line ends.") from error
+    columns = {(name or "").strip().lower(): name for name in fieldnames}
     missing = [name for name in ("term", "aliases") if name not in columns]
     if missing:
         raise GlossaryError(
@@ -91,7 +96,7 @@ def parse_glossary_csv(text: str) -> list[GlossaryEntry]:
         )
     entries: list[GlossaryEntry] = []
     seen: dict[str, int] = {}
-    for row_number, row in enumerate(reader, start=2):
+    for row_number, row in enumerate(rows, start=2):
         term = _clean(row.get(columns["term"]))
         raw_aliases = row.get(columns["aliases"]) or ""
         definition = _clean(row.get(columns["definition"])) if "definition" in columns else ""

@@ -39,10 +39,17 @@ class TestParseGlossary:
         entries = parse_glossary_csv("\ufeffTerm,Aliases\nVPN,Tunnelgate\n,,\n")
         assert [(entry.term, entry.aliases) for entry in entries] == [("VPN", ("Tunnelgate",))]
 
+    def test_any_line_end_is_read(self):
+        for line_end in ("\n", "\r\n", "\r"):
+            entries = parse_glossary_csv(line_end.join(["term,aliases", "VPN,Tunnelgate", "PTO,leave"]))
+            assert [entry.term for entry in entries] == ["VPN", "PTO"], repr(line_end)
+
     @pytest.mark.parametrize(
         ("text", "message"),
         [
             ("name,synonyms\nPTO,leave\n", "missing ['term', 'aliases']"),
+            ("\r\U0006f70e\U00031c15\u00c0", "missing ['term', 'aliases']"),  # found by the API fuzzer: was a 500
+            ("term,aliases\nPTO," + "x" * 200_000 + "\n", "not readable CSV"),
             ("term,aliases\n,leave\n", "row 2: the term is empty"),
             ("term,aliases\nPTO,leave\npto,vacation\n", "row 3: the term 'pto' is already defined in row 2"),
             ("term,aliases\nPTO,!!!\n", "row 2: the alias '!!!' has no letters or digits"),
