@@ -160,7 +160,9 @@ class TestCreateBackup:
             stop.set()
             writer.join()
         top5 = _top5(store)
-        store.write_documents(_documents(50_000, 4, "acme"))  # after the backup
+        # After the backup, ids past anything the writer reached (it runs as long as the backup does).
+        later = _documents(batches[-1] + 1_000, 4, "acme")
+        store.write_documents(later)
         records = sqlite3.connect(path / "records.sqlite")
         records.execute("INSERT INTO index_events (event) VALUES ('after')")
         records.commit()
@@ -173,7 +175,7 @@ class TestCreateBackup:
         try:
             assert restored.tenant_counts() == manifest["counts"]["tenants"]
             assert manifest["counts"]["chunks"] > 420  # the concurrent writes up to the pause are in it
-            assert restored.filter_documents({"field": "id", "operator": "==", "value": "acme-doc25000:0"}) == []
+            assert restored.filter_documents({"field": "id", "operator": "==", "value": later[0].id}) == []
             assert _top5(restored)["keyword"] == top5["keyword"]
         finally:
             restored.close()
