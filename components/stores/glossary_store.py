@@ -1,6 +1,6 @@
 """
 Per-tenant glossaries (docs/contract.md, "Glossary"): one compiled vocabulary per tenant, in the state layer
-(:mod:`components.core.state`: ``glossary.sqlite`` by default, the shared database with ``SOURCEBOUND_DATABASE_URL``).
+(:mod:`components.stores.state`: ``glossary.sqlite`` by default, the shared database with ``SOURCEBOUND_DATABASE_URL``).
 
 ```sql
 glossary_vocabularies (tenant_id TEXT PRIMARY KEY, vocabulary TEXT NOT NULL, digest TEXT NOT NULL,
@@ -16,7 +16,7 @@ so one store object is safe to share between server threads, CLI processes and r
 Usage:
 
 ```python
-from components.core.glossary_store import GlossaryStore
+from components.stores.glossary_store import GlossaryStore
 
 store = GlossaryStore("data/glossary.sqlite")
 store.load_csv("acme", "term,aliases\\nPTO,paid time off|vacation days\\n")
@@ -31,8 +31,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from components.core.state import StateDatabase, database_url, open_state
 from components.core.vocabulary import compile_vocabulary, parse_glossary_csv, vocabulary_digest, vocabulary_json
+from components.stores.state import StateDatabase, database_url, open_state
 
 GLOSSARY_FILE = "glossary.sqlite"
 

@@ -1,37 +1,30 @@
 """
-Who is asking: the two identity modes of the HTTP API.
+The API keys of ``api_key`` mode (docs/contract.md, "Identity"): only ``sha256(key)`` is stored, with the key's
+``tenant_id``, ``user_id``, allowed ``tags`` and ``projects``, ``permissions`` and delegation grant
+(``act_as_users``).
 
-* ``trusted`` (default): ``tenant_id``, ``user_tags``, ``user_id`` and ``project_id`` come from the
-  request body. Meant for 127.0.0.1 or behind an authenticating gateway that sets them.
-* ``api_key``: ``Authorization: Bearer <key>`` is looked up in the keys file
-  (``SOURCEBOUND_API_KEYS_FILE``), which stores only ``sha256(key)`` and maps it to a
-  ``tenant_id``, a ``user_id``, the allowed ``tags``, optional allowed ``projects`` and
-  ``permissions`` (``read``; ``write`` for index/invalidate/flags; ``admin`` for deleting the tenant).
-  Delegation is an explicit grant (docs/contract.md "Delegation"): a key is a *user key* (bound to
-  one ``user_id``), a *service key* (``act_as_users``: user ids or glob patterns it may act for,
-  ``["*"]`` for any user of the tenant), or neither (sees only tenant-wide documents).
+Two backends, one record type (:class:`ApiKeyRecord`):
 
-  - missing or unknown key -> 401;
-  - body ``tenant_id`` different from the key's -> 403;
-  - body ``user_id``: a user key only its own; a service key any user its grant matches; a key
-    with neither never -> 403;
-  - body ``user_tags`` are intersected with the key's tags; an empty intersection -> 403;
-  - no body ``user_tags`` -> all the key's tags;
-  - a write without the permission -> 403.
+* :class:`ApiKeyFile`: the JSON keys file (``SOURCEBOUND_API_KEYS_FILE``, default ``DATA_DIR/api_keys.json``),
+  written whole and renamed into place, mode 0600;
+* :class:`SqlApiKeys`: the ``api_keys`` table of the shared database (``SOURCEBOUND_DATABASE_URL``); the first
+  time it opens beside a keys file, the file's keys are imported once.
 
-The keys file is re-read when its modification time changes, so a key added with
-``python -m hayhooks_app keys add`` works without a restart. With ``SOURCEBOUND_DATABASE_URL`` the keys live in
-the shared database's ``api_keys`` table instead (:class:`SqlApiKeys`), read through a per-key cache of
+:class:`ApiKeyStore` is what the server reads: the file, re-read when its modification time changes (so a key
+added with ``sourcebound keys add`` works without a restart), or the table through a per-key cache of
 ``SOURCEBOUND_KEY_CACHE_SECONDS`` (default 2; 0 reads the database on every request): a key added or revoked on
 one replica works, or stops working, on every replica within that bound (docs/operations.md "Replicas").
+:func:`register_key`, :func:`list_keys`, :func:`revoke_key` and :func:`revoke_where` manage keys in whichever
+backend is configured (the CLI and the erasure service use them).
 
 Usage:
 
 ```python
-from hayhooks_app.identity import ApiKeyStore, resolve_identity
+from components.stores.key_store import ApiKeyStore, register_key
 
-keys = ApiKeyStore(path)
-identity = resolve_identity("api_key", keys, {"authorization": "Bearer sb_..."}, tenant_id=None, user_tags=None)
+key, record = register_key(keys_file, tenant_id="acme", tags=["hr"], user_id="alice")
+keys = ApiKeyStore(keys_file)
+assert keys.lookup(key) == record
 ```
 """
 
@@ -39,6 +32,9 @@ import fnmatch
 import hashlib
 import json
 import logging
+import os
+import secrets
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -48,15 +44,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from components.core.state import StateDatabase, open_state
-from components.core.state import database_url as shared_database_url
-from hayhooks_app.config import env_number
-from hayhooks_app.errors import forbidden, unauthorized, validation_error
+from components.runtime.environment import env_number
+from components.stores.state import StateDatabase, open_state
+from components.stores.state import database_url as shared_database_url
 
 logger = logging.getLogger(__name__)
 
 # "public": may write scope-"public" documents, which every tenant sees (an operator's grant, not a tenant admin's).
 PERMISSIONS = ("read", "write", "admin", "public")
+KEY_PREFIX = "sb_"
 
 
 def hash_key(key: str) -> str:
@@ -71,7 +67,7 @@ def key_id_for(key_hash: str) -> str:
 
 @dataclass(frozen=True)
 class ApiKeyRecord:
-    """One entry of the keys file."""
+    """One stored key: its hash and grants (an entry of the keys file or a row of ``api_keys``)."""
 
     key_hash: str
     tenant_id: str
@@ -160,6 +156,78 @@ def _record_from_row(row: Mapping[str, Any]) -> ApiKeyRecord:
             "act_as_users": decoded("act_as_users"),
         }
     )
+
+
+class ApiKeyFile:
+    """
+    The JSON keys file: ``{"keys": [{"sha256", "tenant_id", "user_id", "tags", "projects", "permissions", "label",
+    "act_as_users"}]}``. A missing file has no keys; every change rewrites it whole and renames it into place.
+
+    :param path: The keys file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def read(self) -> dict:
+        """The file's content (``{"keys": []}`` when it does not exist)."""
+        if not self.path.exists():
+            return {"keys": []}
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+            raise ValueError(f"{self.path} is not a keys file (expected an object with a 'keys' list).")
+        return data
+
+    def write(self, data: dict) -> None:
+        """Replace the file: write-then-rename so a reader never sees half a file; 0600 because it names tenants."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".keys-", dir=self.path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                json.dump(data, file, indent=2, sort_keys=True)
+                file.write("\n")
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def add(self, record: ApiKeyRecord) -> None:
+        """Store a new key; ``ValueError`` if its hash is already stored."""
+        data = self.read()
+        if any(entry.get("sha256") == record.key_hash for entry in data["keys"]):
+            raise ValueError("this key is already registered.")
+        data["keys"].append(record.to_dict())
+        self.write(data)
+
+    def list(self) -> list[ApiKeyRecord]:
+        return [ApiKeyRecord.from_dict(entry) for entry in self.read()["keys"]]
+
+    def revoke(self, key_id: str) -> bool:
+        """Remove the key with this id (``key-<12 hex>``); ``True`` if one was removed."""
+        data = self.read()
+        kept = [entry for entry in data["keys"] if ApiKeyRecord.from_dict(entry).key_id != key_id]
+        if len(kept) == len(data["keys"]):
+            return False
+        data["keys"] = kept
+        self.write(data)
+        return True
+
+    def revoke_where(self, tenant_id: str, user_id: str | None = None) -> int:
+        """Remove every key of a tenant (or its keys bound to ``user_id``); the file is rewritten only if some were."""
+        if not self.path.exists():
+            return 0
+        data = self.read()
+
+        def doomed(entry: dict) -> bool:
+            return entry.get("tenant_id") == tenant_id and (user_id is None or entry.get("user_id") == user_id)
+
+        kept = [entry for entry in data["keys"] if not doomed(entry)]
+        removed = len(data["keys"]) - len(kept)
+        if removed:
+            data["keys"] = kept
+            self.write(data)
+        return removed
 
 
 class SqlApiKeys:
@@ -363,169 +431,81 @@ class ApiKeyStore:
             return len(self._records)
 
 
-@dataclass(frozen=True)
-class Identity:
+# ---------------------------------------------------------------------- management (CLI, erasure)
+
+
+def managed_keys(keys_file: Path | None) -> SqlApiKeys | ApiKeyFile:
     """
-    The resolved requester, the only source of access-control values passed to the pipelines.
-
-    :param tenant_id: Tenant whose documents may be read or written.
-    :param user_tags: Tags the requester holds (never empty for reads).
-    :param user_id: Requester's user id (for ``user``-scoped documents).
-    :param project_id: Requester's project (for ``project``-scoped documents).
-    :param key_id: Id of the API key used, ``None`` in trusted mode.
-    :param delegated: A service key acts for ``user_id`` (recorded beside the key id).
+    Where keys are managed: the shared database when ``SOURCEBOUND_DATABASE_URL`` is set (a keys file found at
+    ``keys_file`` is then imported once), else the keys file.
     """
-
-    tenant_id: str
-    user_tags: tuple[str, ...]
-    user_id: str | None = None
-    project_id: str | None = None
-    key_id: str | None = None
-    delegated: bool = False
-
-    @property
-    def scope(self) -> str:
-        """The most specific scope of the request, as recorded in the query log."""
-        if self.project_id:
-            return "project"
-        if self.user_id:
-            return "user"
-        return "tenant"
+    if shared_database_url() is not None:
+        return SqlApiKeys.open(Path(keys_file) if keys_file else None)
+    return ApiKeyFile(Path(keys_file))
 
 
-def bearer_token(headers: Mapping[str, str] | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, or ``None``."""
-    if not headers:
-        return None
-    value = headers.get("authorization") or headers.get("Authorization")
-    if not value:
-        return None
-    scheme, _, token = value.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
-
-
-def authenticate(keys: ApiKeyStore, headers: Mapping[str, str] | None) -> ApiKeyRecord:
-    """The key record for the request's Bearer token; 401 when missing or unknown."""
-    token = bearer_token(headers)
-    if token is None:
-        raise unauthorized("Missing API key: send 'Authorization: Bearer <key>' (the server runs in api_key mode).")
-    record = keys.lookup(token)
-    if record is None:
-        raise unauthorized("Unknown API key.")
-    return record
-
-
-def resolve_identity(
-    mode: str,
-    keys: ApiKeyStore | None,
-    headers: Mapping[str, str] | None,
-    *,
-    tenant_id: str | None,
-    user_tags: list[str] | None,
+def register_key(
+    keys_file: Path,
+    tenant_id: str,
+    tags: list[str],
     user_id: str | None = None,
-    project_id: str | None = None,
-    require_tags: bool = True,
-) -> Identity:
+    projects: list[str] | None = None,
+    permissions: list[str] | None = None,
+    label: str = "",
+    key: str | None = None,
+    act_as_users: list[str] | None = None,
+) -> tuple[str, ApiKeyRecord]:
     """
-    Resolve the identity of a read request (search, RAG, chat).
+    Create an API key and store its hash.
 
-    :param mode: ``trusted`` or ``api_key``.
-    :param keys: The key store (``api_key`` mode).
-    :param headers: Request headers (case-insensitive mapping).
-    :param tenant_id: ``tenant_id`` from the body, if any.
-    :param user_tags: ``user_tags`` from the body, if any.
-    :param user_id: ``user_id`` from the body, if any.
-    :param project_id: ``project_id`` from the body, if any.
-    :param require_tags: Reject an empty tag set (reads: empty tags would see nothing).
-    :returns: The identity to pass to the pipelines.
-    :raises ApiError: 401, 403 or 422 naming the problem.
+    :param keys_file: The keys file (created if missing; with a shared database, imported once).
+    :param tenant_id: The tenant the key acts for.
+    :param tags: The tags the key may read (and write, with ``write``).
+    :param user_id: The user the key acts as.
+    :param projects: Allowed ``project_id`` values; ``None`` allows any project of the tenant.
+    :param permissions: Any of ``read``, ``write``, ``admin`` (default ``read``).
+    :param label: A free-text note.
+    :param key: Use this key instead of a random one (tests, migrations).
+    :param act_as_users: Makes a service key: the user ids or glob patterns (``u-acme-*``; ``*`` for
+        any user) it may pass as ``user_id``. Without it a key without ``user_id`` acts for nobody.
+    :returns: The key (shown once) and its stored record.
+    :raises ValueError: If a required field is missing, a grant is malformed or the key is already stored.
     """
-    if mode == "trusted":
-        if not tenant_id:
-            raise validation_error("tenant_id: field required (trusted mode takes the tenant from the body)")
-        if require_tags and not user_tags:
-            raise validation_error("user_tags: at least one tag is required; with no tags nothing is visible")
-        return Identity(tenant_id, tuple(dict.fromkeys(user_tags or ())), user_id, project_id)
-
-    record = authenticate(keys, headers)
-    if tenant_id is not None and tenant_id != record.tenant_id:
-        raise forbidden(f"tenant_id '{tenant_id}' does not match the API key's tenant.")
-    if user_id is not None and not record.may_act_as(user_id):
-        raise forbidden(_delegation_refusal(record, user_id))
-    if project_id is not None and record.projects is not None and project_id not in record.projects:
-        raise forbidden(f"project_id '{project_id}' is not among the API key's projects.")
-    if user_tags is None:
-        tags = record.tags
-    else:
-        allowed = set(record.tags)
-        tags = tuple(tag for tag in dict.fromkeys(user_tags) if tag in allowed)
-    if require_tags and not tags:
-        raise forbidden("None of the requested user_tags are allowed for this API key.")
-    acting_user = record.user_id if record.user_id is not None else user_id
-    return Identity(
-        record.tenant_id,
-        tags,
-        acting_user,
-        project_id,
-        record.key_id,
-        delegated=record.kind == "service" and acting_user is not None,
+    if not tenant_id:
+        raise ValueError("tenant_id is required.")
+    if not tags:
+        raise ValueError("at least one tag is required.")
+    key = key or KEY_PREFIX + secrets.token_urlsafe(32)
+    record = ApiKeyRecord.from_dict(
+        {
+            "sha256": hash_key(key),
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "tags": list(dict.fromkeys(tags)),
+            "projects": projects,
+            "permissions": permissions or ["read"],
+            "label": label,
+            "act_as_users": list(dict.fromkeys(act_as_users)) if act_as_users is not None else None,
+        }
     )
+    managed_keys(keys_file).add(record)
+    return key, record
 
 
-def _delegation_refusal(record: ApiKeyRecord, user_id: str) -> str:
-    """The 403 message for a ``user_id`` the key may not act for (docs/contract.md "Delegation")."""
-    if record.kind == "user":
-        return f"user_id '{user_id}' does not match the API key's user; a user key acts only as its own user."
-    if record.kind == "service":
-        return f"user_id '{user_id}' is outside this service key's act_as_users grant."
-    return (
-        f"This API key is not bound to a user and has no act_as_users grant, so it cannot act as user_id '{user_id}'; "
-        "issue a user key (keys add --user) or a service key (keys add --act-as-users)."
-    )
+def list_keys(keys_file: Path) -> list[ApiKeyRecord]:
+    """The stored key records (hashes only)."""
+    return managed_keys(keys_file).list()
 
 
-def authorize_write(
-    mode: str,
-    keys: ApiKeyStore | None,
-    headers: Mapping[str, str] | None,
-    *,
-    tenant_ids: set[str],
-    tags: set[str] | None = None,
-    permission: str = "write",
-    user_ids: set[str] | None = None,
-    public: bool = False,
-) -> str | None:
+def revoke_key(keys_file: Path, key_id: str) -> bool:
+    """Remove the key with this id (``key-<12 hex>``); ``True`` if one was removed."""
+    return managed_keys(keys_file).revoke(key_id)
+
+
+def revoke_where(keys_file: Path, tenant_id: str, user_id: str | None = None) -> int:
     """
-    Check that the requester may change the given tenants' documents.
+    Remove every key of a tenant (or, with ``user_id``, the tenant's user keys bound to that user).
 
-    In trusted mode everything is allowed (the gateway decides). In ``api_key`` mode the key needs
-    ``permission`` (``admin`` implies ``write``), its tenant must be the only tenant touched, any
-    tags written must be among its tags, and any owning ``user_id`` written (user/project-scoped
-    documents) must be one the key may act as: nobody writes into another user's private space
-    without a grant.
-
-    :returns: The key id (``None`` in trusted mode), for the records.
-    :raises ApiError: 401 or 403 naming the problem.
+    :returns: How many keys were removed.
     """
-    if mode == "trusted":
-        return None
-    record = authenticate(keys, headers)
-    granted = set(record.permissions)
-    if "admin" in granted:
-        granted.add("write")
-    if permission not in granted:
-        raise forbidden(f"This API key lacks the '{permission}' permission.")
-    foreign = sorted(tenant_ids - {record.tenant_id})
-    if foreign:
-        raise forbidden(f"tenant_id {', '.join(repr(t) for t in foreign)} does not match the API key's tenant.")
-    outside = sorted((tags or set()) - set(record.tags))
-    if outside:
-        raise forbidden(f"tags {outside} are not among the API key's tags.")
-    for user_id in sorted(user_ids or ()):
-        if not record.may_act_as(user_id):
-            raise forbidden(_delegation_refusal(record, user_id))
-    if public and "public" not in record.permissions:
-        raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
-    return record.key_id
+    return managed_keys(keys_file).revoke_where(tenant_id, user_id)

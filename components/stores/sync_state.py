@@ -1,5 +1,5 @@
 """
-What source syncing remembers, in the state layer (:mod:`components.core.state`): ``sources.sqlite`` in the
+What source syncing remembers, in the state layer (:mod:`components.stores.state`): ``sources.sqlite`` in the
 data directory by default, the shared database with ``SOURCEBOUND_DATABASE_URL`` (replicas share it).
 
 * ``source_state``: per source, the last commit whose changes are fully in the index;
@@ -18,7 +18,7 @@ same difference and converges.
 Usage:
 
 ```python
-from components.services.sync_state import SyncState
+from components.stores.sync_state import SyncState
 
 state = SyncState("data/sources.sqlite")
 state.last_commit("handbook")  # None before the first sync
@@ -33,7 +33,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from components.core.state import StateDatabase, open_state
+from components.stores.state import StateDatabase, open_state
 
 SYNC_STATE_FILE = "sources.sqlite"
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "abandoned")

@@ -1,6 +1,6 @@
 """
 The tag-owner directory (docs/contract.md, "Confidence and routing"): two tables in the state layer
-(:mod:`components.core.state`: its own SQLite file by default, the shared database with
+(:mod:`components.stores.state`: its own SQLite file by default, the shared database with
 ``SOURCEBOUND_DATABASE_URL``),
 
 ```sql
@@ -46,7 +46,7 @@ import sqlalchemy as sa
 import yaml
 
 from components.core.errors import SourceboundError
-from components.core.state import StateDatabase, open_state
+from components.stores.state import StateDatabase, open_state
 
 TAG_DIRECTORY_FILE = "tags.sqlite"
 

@@ -13,11 +13,11 @@ import pytest
 from support.api_server import ApiServer
 from support.sqlite_files import rows
 
-from components.core.tag_directory import TagDirectory
-from hayhooks_app import cli_keys
+from components.services.erasure_service import erase_tenant, erase_user
+from components.stores import key_store
+from components.stores.record_store import RecordStore
+from components.stores.tag_directory import TagDirectory
 from hayhooks_app.cli import main as sourcebound
-from hayhooks_app.erasure import erase_tenant, erase_user
-from hayhooks_app.records import RecordStore
 
 ACME_QUERY = "secret acme merger codename"  # query text that must not survive the tenant
 
@@ -92,8 +92,8 @@ def data_dir(tmp_path_factory):
         directory.add_user("u-alice", "alice@example.com")
         for tenant in ("acme", "globex"):
             directory.set_tag_owner(tenant, "hr", "u-alice")
-            cli_keys.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], permissions=["admin"])
-            cli_keys.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], user_id="u-alice")
+            key_store.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], permissions=["admin"])
+            key_store.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], user_id="u-alice")
         response = server.client.post("/delete_tenant/run", json={"tenant_id": "acme"})
         assert response.status_code == 200, response.text
         searched_after = server.client.post(

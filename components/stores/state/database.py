@@ -10,7 +10,7 @@ engines differ (``FOR UPDATE SKIP LOCKED``, WAL checkpoints).
 Usage:
 
 ```python
-from components.core.state import open_state
+from components.stores.state import open_state
 
 db = open_state("tags", "data/tags.sqlite")          # or the shared database when the URL is set
 with db.begin() as connection:
@@ -30,6 +30,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 DATABASE_URL_ENV = "SOURCEBOUND_DATABASE_URL"
+
+# What a store's database can raise (a locked or corrupt SQLite file, an unreachable server): callers above the
+# stores catch these without importing a database driver.
+STATE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, sa.exc.SQLAlchemyError)
 
 # Each store's tables live in their own Alembic version chain (``alembic/versions/<store>``), so a store's
 # SQLite file holds only its tables and a shared database holds them all.
@@ -149,7 +153,7 @@ class StateDatabase:
             return
         with self._lock:
             if store not in self._migrated:
-                from components.core.state.migrations import upgrade
+                from components.stores.state.migrations import upgrade
 
                 upgrade(self, store)
                 self._migrated.add(store)

@@ -7,12 +7,12 @@ store's rows are copied into the shared database, ids included, in one transacti
 renamed ``<name>.imported``, so data erased later is never brought back by a second import. A store whose tables
 already hold rows in the shared database is left alone (another replica imported first): its file stays, with a
 warning. API keys (``api_keys.json``) and the query-hash key file are taken over by their stores
-(:class:`hayhooks_app.identity.SqlApiKeys`, :class:`hayhooks_app.records.RecordStore`).
+(:class:`components.stores.key_store.SqlApiKeys`, :class:`components.stores.record_store.RecordStore`).
 
 Usage:
 
 ```python
-from components.core.state.importer import import_data_dir
+from components.stores.state.importer import import_data_dir
 
 import_data_dir(Path("data"))      # {"tags": 3, "records": 120, ...}: rows copied per store
 ```
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from components.core.state.database import StateDatabase, open_state
+from components.stores.state.database import StateDatabase, open_state
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ def alembic_config(store: str) -> Config:
 
 def upgrade(database, store: str, revision: str = "head") -> None:
     """
-    Migrate ``store``'s tables in ``database`` (a :class:`components.core.state.StateDatabase`) to ``revision``.
+    Migrate ``store``'s tables in ``database`` (a :class:`components.stores.state.StateDatabase`) to ``revision``.
     """
     config = alembic_config(store)
     with database.begin(immediate=True) as connection:

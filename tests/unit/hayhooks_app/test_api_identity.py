@@ -5,9 +5,12 @@ import os
 
 import pytest
 
-from hayhooks_app import cli_keys
+from components.core.requester import Identity
+from components.stores import key_store
+from components.stores.key_store import ApiKeyStore, hash_key
+from hayhooks_app.cli import keys as cli_keys
 from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import ApiKeyStore, Identity, authorize_write, bearer_token, hash_key, resolve_identity
+from hayhooks_app.identity import authorize_write, bearer_token, resolve_identity
 
 
 @pytest.fixture
@@ -17,7 +20,7 @@ def keys_file(tmp_path):
 
 @pytest.fixture
 def alice_key(keys_file):
-    key, _record = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr", "engineering"], user_id="alice")
+    key, _record = key_store.register_key(keys_file, tenant_id="acme", tags=["hr", "engineering"], user_id="alice")
     return key
 
 
@@ -39,15 +42,15 @@ class TestKeysFile:
         store = ApiKeyStore(keys_file)
         assert store.lookup(alice_key).user_id == "alice"
         assert store.lookup("sb_wrong") is None
-        bob_key, _ = cli_keys.register_key(keys_file, tenant_id="globex", tags=["people"], user_id="bob")
+        bob_key, _ = key_store.register_key(keys_file, tenant_id="globex", tags=["people"], user_id="bob")
         assert store.lookup(bob_key).tenant_id == "globex"
 
     def test_revoke_removes_the_key(self, keys_file, alice_key):
         store = ApiKeyStore(keys_file)
         record = store.lookup(alice_key)
-        assert cli_keys.revoke_key(keys_file, record.key_id)
+        assert key_store.revoke_key(keys_file, record.key_id)
         assert store.lookup(alice_key) is None
-        assert not cli_keys.revoke_key(keys_file, record.key_id)
+        assert not key_store.revoke_key(keys_file, record.key_id)
 
     def test_invalid_file_keeps_the_previous_keys(self, keys_file, alice_key):
         store = ApiKeyStore(keys_file)
@@ -60,7 +63,7 @@ class TestKeysFile:
 
     def test_register_rejects_unknown_permission(self, keys_file):
         with pytest.raises(ValueError, match="unknown permissions"):
-            cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["root"])
+            key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["root"])
 
     def test_cli_add_list_revoke(self, keys_file, capsys):
         assert (
@@ -131,7 +134,7 @@ class TestResolveIdentity:
         assert caught.value.status_code == 401
 
     def test_project_restricted_keys(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["engineering"], projects=["atlas"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["engineering"], projects=["atlas"])
         store = ApiKeyStore(keys_file)
         assert (
             resolve_identity(
@@ -158,7 +161,7 @@ class TestAuthorizeWrite:
         assert caught.value.status_code == 403 and "write" in caught.value.message
 
     def test_writer_is_bound_to_its_tenant_and_tags(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["read", "write"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["read", "write"])
         store = ApiKeyStore(keys_file)
         assert authorize_write("api_key", store, _bearer(key), tenant_ids={"acme"}, tags={"hr"}).startswith("key-")
         for tenants, tags in (({"globex"}, {"hr"}), ({"acme"}, {"finance"})):
@@ -169,5 +172,5 @@ class TestAuthorizeWrite:
             authorize_write("api_key", store, _bearer(key), tenant_ids={"acme"}, permission="admin")
 
     def test_admin_implies_write(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["admin"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["admin"])
         assert authorize_write("api_key", ApiKeyStore(keys_file), _bearer(key), tenant_ids={"acme"}) is not None

@@ -1,11 +1,11 @@
-"""Alembic environment: always run by ``components.core.state.migrations`` on a connection it opened."""
+"""Alembic environment: always run by ``components.stores.state.migrations`` on a connection it opened."""
 
 from alembic import context
 
 config = context.config
 connection = config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("Run migrations with `sourcebound state migrate` (components.core.state.migrations).")
+    raise RuntimeError("Run migrations with `sourcebound state migrate` (components.stores.state.migrations).")
 context.configure(
     connection=connection,
     version_table=config.attributes["version_table"],

@@ -1,9 +1,9 @@
-"""Numbers from environment variables (docs/configuration.md): one parser, messages that name the variable."""
+"""Settings from environment variables (docs/configuration.md): one parser each, messages that name the variable."""
 
 import pytest
 
-from hayhooks_app.config import ConfigError, env_number
-from hayhooks_app.identity import key_cache_seconds
+from components.runtime.environment import ConfigError, env_bool, env_choice, env_int, env_number
+from components.stores.key_store import key_cache_seconds
 
 
 @pytest.mark.unit
@@ -36,3 +36,32 @@ class TestEnvNumber:
         monkeypatch.setenv("SOURCEBOUND_KEY_CACHE_SECONDS", "-2")
         with pytest.raises(ConfigError, match="SOURCEBOUND_KEY_CACHE_SECONDS must be >= 0"):
             key_cache_seconds()
+
+
+@pytest.mark.unit
+class TestEnvChoiceAndBool:
+    def test_env_int_is_an_integer_with_a_minimum(self, monkeypatch):
+        monkeypatch.setenv("SB_TEST_NUMBER", "3")
+        assert env_int("SB_TEST_NUMBER", 9, minimum=1) == 3
+        monkeypatch.setenv("SB_TEST_NUMBER", "0")
+        with pytest.raises(ConfigError, match="SB_TEST_NUMBER must be >= 1, got 0"):
+            env_int("SB_TEST_NUMBER", 9, minimum=1)
+
+    def test_a_choice_outside_the_list_names_the_choices(self, monkeypatch):
+        monkeypatch.delenv("SB_TEST_CHOICE", raising=False)
+        assert env_choice("SB_TEST_CHOICE", "keep", ("keep", "drop")) == "keep"
+        monkeypatch.setenv("SB_TEST_CHOICE", " drop ")
+        assert env_choice("SB_TEST_CHOICE", "keep", ("keep", "drop")) == "drop"
+        monkeypatch.setenv("SB_TEST_CHOICE", "maybe")
+        with pytest.raises(ConfigError, match="SB_TEST_CHOICE must be one of keep, drop; got 'maybe'"):
+            env_choice("SB_TEST_CHOICE", "keep", ("keep", "drop"))
+
+    @pytest.mark.parametrize(("raw", "value"), [("1", True), ("Yes", True), ("on", True), ("0", False), ("OFF", False)])
+    def test_booleans_take_the_usual_spellings(self, monkeypatch, raw, value):
+        monkeypatch.setenv("SB_TEST_FLAG", raw)
+        assert env_bool("SB_TEST_FLAG", not value) is value
+
+    def test_a_bad_boolean_names_the_variable(self, monkeypatch):
+        monkeypatch.setenv("SB_TEST_FLAG", "perhaps")
+        with pytest.raises(ConfigError, match="SB_TEST_FLAG must be true or false, got 'perhaps'"):
+            env_bool("SB_TEST_FLAG", True)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from components.core import runtime
+from components.runtime import offline as runtime
 
 
 @pytest.mark.unit
@@ -44,7 +44,7 @@ class TestConfigureOffline:
         # In a child: the block lasts for the process, and this one may need torch later.
         code = (
             "import importlib.util, os, sys\n"
-            "from components.core import runtime\n"
+            "from components.runtime import offline as runtime\n"
             "os.environ['SOURCEBOUND_ALLOW_TORCH'] = '1'\n"
             "assert runtime.keep_torch_out() is False and 'torch' not in sys.modules\n"
             "del os.environ['SOURCEBOUND_ALLOW_TORCH']\n"
@@ -105,7 +105,7 @@ class TestOfflineLoading:
     def test_fresh_process_is_offline_after_the_entry_point_setup(self, tmp_path):
         # A clean interpreter with a fresh cache dir: tiktoken must resolve from the package.
         code = (
-            "from components.core.runtime import configure_offline; configure_offline();"
+            "from components.runtime.offline import configure_offline; configure_offline();"
             "import os, tiktoken;"
             "assert os.environ['HF_HUB_OFFLINE'] == '1';"
             "print(len(tiktoken.get_encoding('o200k_base').encode('hello world')))"

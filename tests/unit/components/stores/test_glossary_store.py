@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from components.core.glossary_store import GlossaryStore
 from components.core.vocabulary import GlossaryError
+from components.stores.glossary_store import GlossaryStore
 
 
 @pytest.mark.unit

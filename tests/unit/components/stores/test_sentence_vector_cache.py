@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 
-from components.core.sentence_vector_cache import SentenceVectorCache, stored_vector
+from components.stores.sentence_vector_cache import SentenceVectorCache, stored_vector
 
 
 def _vector(seed: int) -> np.ndarray:
@@ -96,8 +96,8 @@ class TestPruneSentenceVectors:
     def test_vectors_of_documents_the_store_lost_are_removed(self, tmp_path):
         from haystack import Document
 
-        from components.core.sentence_vector_cache import SENTENCE_VECTORS_FILE, prune_sentence_vectors
         from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+        from components.stores.sentence_vector_cache import SENTENCE_VECTORS_FILE, prune_sentence_vectors
 
         assert prune_sentence_vectors(tmp_path, store=None) == 0  # no file: nothing to do
         store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=384)

@@ -3,7 +3,7 @@
 import pytest
 import sqlalchemy.exc
 
-from components.services.sync_state import SyncState
+from components.stores.sync_state import SyncState
 
 pytestmark = pytest.mark.unit
 

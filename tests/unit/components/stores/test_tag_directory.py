@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from components.core.tag_directory import TagDirectory, TagDirectoryError, TagOwner, default_tag_directory_path
+from components.stores.tag_directory import TagDirectory, TagDirectoryError, TagOwner, default_tag_directory_path
 
 SAMPLE_DIRECTORY = Path(__file__).resolve().parents[4] / "examples" / "sample_corpus" / "directory.yml"
 

@@ -10,7 +10,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from components.core.state.baseline import autoincrement_id, create_missing
+from components.stores.state.baseline import autoincrement_id, create_missing
 
 revision = "records_0001"
 down_revision = None

@@ -7,7 +7,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from components.core.state.baseline import create_missing
+from components.stores.state.baseline import create_missing
 
 revision = "sources_0001"
 down_revision = None

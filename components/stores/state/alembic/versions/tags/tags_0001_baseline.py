@@ -12,14 +12,14 @@ import logging
 import sqlalchemy as sa
 from alembic import op
 
-from components.core.state.baseline import create_missing
+from components.stores.state.baseline import create_missing
 
 revision = "tags_0001"
 down_revision = None
 branch_labels = None
 depends_on = None
 
-logger = logging.getLogger("components.core.tag_directory")
+logger = logging.getLogger("components.stores.tag_directory")
 
 
 def upgrade() -> None:

@@ -1,6 +1,6 @@
 """
 Delete means gone (docs/contract.md "Deletion"): what deleting a tenant or a user removes, in one
-place for the REST API (``/delete_tenant/run``) and the CLI (``sourcebound delete``).
+place for the REST API (``/delete_tenant/run``), the CLI (``sourcebound delete``) and whatever else deletes.
 
 * tenant: its chunks, its query-log rows and index events (one ``delete_tenant`` tombstone with
   counts stays), its tag owners, its API keys, and (given the data dir) its conversations and glossary;
@@ -13,7 +13,7 @@ Each returns a report of what it removed (``{"chunks": n, "query_log_rows": n, .
 Usage:
 
 ```python
-from hayhooks_app.erasure import erase_tenant
+from components.services.erasure_service import erase_tenant
 
 report = erase_tenant(store, "acme", records=records, directory=directory, keys_file=keys_file)
 report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners': 4, 'api_keys': 2}
@@ -23,12 +23,12 @@ report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners':
 from pathlib import Path
 from typing import Any
 
-from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
-from components.core.sentence_vector_cache import erase_sentence_vectors
 from components.services import document_lifecycle
-from hayhooks_app import cli_keys
-from hayhooks_app.conversations import CONVERSATIONS_FILE, erase_conversations
-from hayhooks_app.records import RecordStore
+from components.stores import key_store
+from components.stores.conversation_store import CONVERSATIONS_FILE, erase_conversations
+from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.stores.record_store import RecordStore
+from components.stores.sentence_vector_cache import erase_sentence_vectors
 
 
 def erase_tenant(
@@ -57,7 +57,7 @@ def erase_tenant(
     """
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
     report["tag_owners"] = directory.remove_tenant(tenant_id) if directory is not None else 0
-    report["api_keys"] = cli_keys.revoke_where(keys_file, tenant_id) if keys_file is not None else 0
+    report["api_keys"] = key_store.revoke_where(keys_file, tenant_id) if keys_file is not None else 0
     if data_dir is not None:
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
@@ -99,10 +99,10 @@ def erase_user(
             for tenant in {owner for owner, _ in owned}
         )
     keys = 0
-    if keys_file is not None:  # cli_keys reads the shared database or the file (none: no keys)
-        tenants = {record.tenant_id for record in cli_keys.list_keys(keys_file) if record.user_id == user_id}
+    if keys_file is not None:  # the shared database or the keys file (none: no keys)
+        tenants = {record.tenant_id for record in key_store.list_keys(keys_file) if record.user_id == user_id}
         for tenant in sorted(tenants if tenant_id is None else tenants & {tenant_id}):
-            keys += cli_keys.revoke_where(keys_file, tenant, user_id=user_id)
+            keys += key_store.revoke_where(keys_file, tenant, user_id=user_id)
     report["api_keys"] = keys
     if data_dir is not None:
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id, user_id)

@@ -14,7 +14,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from hayhooks_app.cli import EXIT_FAILED, EXIT_OK, _common_options, _error, _print, _run_guarded, store_definition
+from hayhooks_app.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    common_options,
+    print_error,
+    print_result,
+    run_guarded,
+    store_definition,
+)
 
 PROFILE_PIPELINE = "profiles/server/indexing"
 
@@ -25,12 +33,12 @@ def _migrate(args: argparse.Namespace) -> int:
 
         from components.services.data_backup import BackupError, copy_state
         from components.services.store_migration import MigrationError, migrate_store, target_store
-        from hayhooks_app.cli import open_store
+        from hayhooks_app.cli.common import open_store
+        from hayhooks_app.cli.server_link import serving_container
         from hayhooks_app.config import Settings
-        from hayhooks_app.server_link import serving_container
 
         if args.records_to and Path(args.records_to).is_dir() and any(Path(args.records_to).iterdir()):
-            _error(f"{args.records_to} is not empty; copy the records into a new or empty directory.")
+            print_error(f"{args.records_to} is not empty; copy the records into a new or empty directory.")
             return EXIT_FAILED
         container = serving_container()
         settings = container.settings if container is not None else Settings.from_env()
@@ -57,7 +65,7 @@ def _migrate(args: argparse.Namespace) -> int:
                 if args.records_to:
                     report["records"] = copy_state(settings.data_dir, args.records_to, shard)
         except (MigrationError, BackupError) as error:
-            _error(str(error))
+            print_error(str(error))
             return EXIT_FAILED
         finally:
             if bar is not None:
@@ -70,17 +78,17 @@ def _migrate(args: argparse.Namespace) -> int:
         ]
         if args.records_to:
             lines.append(f"records copied to {args.records_to}: {', '.join(report['records'])}")
-        _print(args, report, "\n".join(lines))
+        print_result(args, report, "\n".join(lines))
         return EXIT_OK
 
-    return _run_guarded(args, action)
+    return run_guarded(args, action)
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``migrate --to-qdrant LOCATION [--collection C] [--records-to DIR]``."""
     parser = subparsers.add_parser(
         "migrate",
-        parents=[_common_options()],
+        parents=[common_options()],
         help="copy the embedded store into the Qdrant server profile's collection (no re-embedding)",
     )
     parser.add_argument(

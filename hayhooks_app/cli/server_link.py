@@ -18,7 +18,7 @@ needs. The route is not in the OpenAPI schema.
 Usage (what ``hayhooks_app.cli.main`` does):
 
 ```python
-from hayhooks_app.server_link import forward_to_server
+from hayhooks_app.cli.server_link import forward_to_server
 
 code = forward_to_server(args, argv)   # None: no server holds the data directory, run offline
 ```

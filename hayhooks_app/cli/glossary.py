@@ -18,14 +18,12 @@ be used; 2 invalid input (nothing changed).
 import argparse
 import json
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.core.vocabulary import GlossaryError, compile_vocabulary, parse_glossary_csv, vocabulary_json
+from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.stores.state import STATE_ERRORS
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -71,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     except GlossaryError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except (sqlite3.Error, SQLAlchemyError, OSError, UnicodeDecodeError) as error:
+    except (*STATE_ERRORS, OSError, UnicodeDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(result, indent=2) if args.json else text)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hayhooks_app.server_link import LocalAdmin, discover, forward_to_server
+from hayhooks_app.cli.server_link import LocalAdmin, discover, forward_to_server
 from tests.support.api_server import free_port
 
 pytestmark = pytest.mark.unit

@@ -5,17 +5,18 @@ import json
 import pytest
 from support.sqlite_files import rows
 
+from components.core.errors import InvalidRequestError, NotFoundError
+from components.core.requester import Identity
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
-from hayhooks_app.config import ConfigError
-from hayhooks_app.conversations import (
+from components.runtime.environment import ConfigError
+from components.services.conversation_service import (
     SUMMARY_HEADER,
+    ConversationNotFoundError,
     ConversationService,
     ConversationSettings,
     conversation_service,
-    erase_conversations,
 )
-from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import Identity
+from components.stores.conversation_store import erase_conversations
 
 SAM = Identity("acme", ("hr",), "u-sam")
 EVA = Identity("acme", ("hr",), "u-eva")
@@ -127,17 +128,19 @@ class TestConversationService:
                 lambda: conversations.delete(conversation_id, stranger),
                 lambda: conversations.record_turn(conversation_id, stranger, "q", "a"),
             ):
-                with pytest.raises(ApiError) as raised:
+                with pytest.raises(ConversationNotFoundError) as raised:
                     call()
-                assert raised.value.status_code == 404 and "Secret" not in raised.value.message
+                assert isinstance(raised.value, NotFoundError)  # HTTP 404 (hayhooks_app.errors)
+                assert str(raised.value) == f"Conversation {conversation_id!r} not found." and "Secret" not in str(
+                    raised.value
+                )
         assert len(conversations.get(conversation_id, SAM)["messages"]) == 2
 
     def test_chat_history_with_a_conversation_is_refused(self, tmp_path):
         conversations = service(tmp_path)
         conversation_id = conversations.create(SAM)["conversation_id"]
-        with pytest.raises(ApiError) as raised:
+        with pytest.raises(InvalidRequestError, match="send either chat_history or conversation_id"):  # HTTP 422
             conversations.history_for(conversation_id, SAM, {"chat_history": [{"role": "user", "content": "x"}]})
-        assert raised.value.status_code == 422
 
     def test_delete_and_erase_a_tenant(self, tmp_path):
         conversations = service(tmp_path, summary_threshold_chars=0, recent_messages=0)

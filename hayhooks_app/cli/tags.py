@@ -20,21 +20,19 @@ The directory is ``DATA_DIR/tags.sqlite`` (``--data-dir``, default ``SOURCEBOUND
 ``./data``), the path the pipelines' YAML gives the router; ``--directory`` names another file.
 Exit codes: 0 success; 1 the file could not be used; 2 invalid input (nothing changed).
 
-``register(subparsers)`` adds the ``tags`` command to the ``sourcebound`` CLI (found automatically as a
-``hayhooks_app.cli_<name>`` module).
+``register(subparsers)`` adds the ``tags`` command to the ``sourcebound`` CLI (found automatically in the
+``hayhooks_app.cli`` package).
 """
 
 import argparse
 import json
 import os
-import sqlite3
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-import sqlalchemy.exc
-
-from components.core.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
+from components.stores.state import STATE_ERRORS
+from components.stores.tag_directory import TAG_DIRECTORY_FILE, TagDirectory, TagDirectoryError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -103,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     except TagDirectoryError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except (sqlite3.Error, sqlalchemy.exc.SQLAlchemyError, OSError) as error:
+    except (*STATE_ERRORS, OSError) as error:
         print(f"error: cannot use the tag directory {path}: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(result, indent=2) if args.json else text)
@@ -147,15 +145,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     load.add_argument(
         "file",
         help="YAML with `users: [{id, email}]` and `tags: [{tenant_id, name, owner_user_id}]` "
-        "(see components/core/tag_directory.py)",
+        "(see components/stores/tag_directory.py)",
     )
     parser.set_defaults(func=_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m hayhooks_app.cli_tags ...`` (the same as ``sourcebound tags ...``)."""
-    parser = argparse.ArgumentParser(prog="python -m hayhooks_app.cli_tags")
+    """``python -m hayhooks_app.cli.tags ...`` (the same as ``sourcebound tags ...``)."""
+    parser = argparse.ArgumentParser(prog="python -m hayhooks_app.cli.tags")
     subparsers = parser.add_subparsers(dest="command", required=True)
     register(subparsers)
     args = parser.parse_args(["tags", *(argv if argv is not None else sys.argv[1:])])

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from components.core.tag_directory import TagDirectory
-from hayhooks_app.cli_tags import main
+from components.stores.tag_directory import TagDirectory
+from hayhooks_app.cli.tags import main
 
-SAMPLE_DIRECTORY = Path(__file__).resolve().parents[3] / "examples" / "sample_corpus" / "directory.yml"
+SAMPLE_DIRECTORY = Path(__file__).resolve().parents[4] / "examples" / "sample_corpus" / "directory.yml"
 
 
 @pytest.mark.unit

@@ -1,6 +1,6 @@
 import pytest
 
-from hayhooks_app.records import RecordStore
+from components.stores.record_store import RecordStore
 
 pytestmark = pytest.mark.unit
 

@@ -15,7 +15,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hayhooks_app.cli import EXIT_FAILED, EXIT_OK, _common_options, _error, _print, _run_guarded, store_definition
+from hayhooks_app.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    common_options,
+    print_error,
+    print_result,
+    run_guarded,
+    store_definition,
+)
 
 
 def index_configuration(pipeline: str) -> dict[str, Any]:
@@ -56,9 +64,9 @@ def _size(files: dict[str, Any]) -> str:
 def _backup(args: argparse.Namespace) -> int:
     def action() -> int:
         from components.services.data_backup import BackupError, create_backup
-        from hayhooks_app.cli import open_store
+        from hayhooks_app.cli.common import open_store
+        from hayhooks_app.cli.server_link import serving_container
         from hayhooks_app.config import Settings, service_version
-        from hayhooks_app.server_link import serving_container
 
         container = serving_container()
         settings = container.settings if container is not None else Settings.from_env()
@@ -77,7 +85,7 @@ def _backup(args: argparse.Namespace) -> int:
                 hold=(lambda: container.write_lock) if container is not None else None,
             )
         except BackupError as error:
-            _error(str(error))
+            print_error(str(error))
             return EXIT_FAILED
         counts = manifest["counts"]
         text = (
@@ -85,10 +93,10 @@ def _backup(args: argparse.Namespace) -> int:
             f"of {len(counts['tenants'])} tenant(s), {len(manifest['files'])} files ({_size(manifest['files'])}) "
             f"in {manifest['seconds']:.1f} s; writes paused {manifest['write_pause_s']:.2f} s"
         )
-        _print(args, {key: value for key, value in manifest.items() if key != "files"}, text)
+        print_result(args, {key: value for key, value in manifest.items() if key != "files"}, text)
         return EXIT_OK
 
-    return _run_guarded(args, action)
+    return run_guarded(args, action)
 
 
 def _restore(args: argparse.Namespace) -> int:
@@ -107,7 +115,7 @@ def _restore(args: argparse.Namespace) -> int:
                 store_definition=configuration["store"],
             )
         except BackupError as error:
-            _error(str(error))
+            print_error(str(error))
             return EXIT_FAILED
         counts = result["counts"]
         text = (
@@ -116,24 +124,24 @@ def _restore(args: argparse.Namespace) -> int:
             f"{result['files']} files verified"
             + ("; the previous data directory was replaced" if result["replaced"] else "")
         )
-        _print(args, result, text)
+        print_result(args, result, text)
         return EXIT_OK
 
-    return _run_guarded(args, action)
+    return run_guarded(args, action)
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``backup PATH`` and ``restore PATH [--replace]``; returns the ``backup`` parser."""
     backup = subparsers.add_parser(
         "backup",
-        parents=[_common_options()],
+        parents=[common_options()],
         help="write a consistent backup of the data directory to a new folder (online beside a server)",
     )
     backup.add_argument("path", help="the backup folder to create (must not exist; its parent must)")
     backup.set_defaults(func=_backup)
     restore = subparsers.add_parser(
         "restore",
-        parents=[_common_options()],
+        parents=[common_options()],
         help="restore a verified backup into an empty data directory (or --replace one whose server is stopped)",
     )
     restore.add_argument("path", help="the backup folder")

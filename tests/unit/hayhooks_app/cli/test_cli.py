@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from support.indexing_support import write_mixed_folder
 
-from hayhooks_app.cli import build_parser, main, plugin_modules
+from hayhooks_app.cli import build_parser, command_modules, main
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def sourcebound(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
@@ -35,7 +35,12 @@ class TestParser:
         parser = build_parser()
         commands = parser._subparsers._group_actions[0].choices
         assert {"index", "invalidate", "taint", "verify", "delete", "stats"} <= set(commands)
-        assert "hayhooks_app.cli_keys" in plugin_modules() and "keys" in commands  # a cli_<name> module adds itself
+        modules = command_modules()
+        assert "hayhooks_app.cli.keys" in modules and "keys" in commands  # a module of the package adds itself
+        assert modules[0] == "hayhooks_app.cli.documents" and modules[1:] == sorted(modules[1:])
+        assert not {"hayhooks_app.cli.common", "hayhooks_app.cli.server_link"} & set(modules)
+        # The order `sourcebound --help` lists: the document commands, then each group by module name.
+        assert list(commands)[:8] == ["index", "invalidate", "taint", "verify", "delete", "stats", "backup", "restore"]
 
     def test_index_requires_tenant_and_tags(self, capsys):
         with pytest.raises(SystemExit) as exited:

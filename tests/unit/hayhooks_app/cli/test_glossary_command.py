@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from components.core.glossary_store import GlossaryStore
+from components.stores.glossary_store import GlossaryStore
 from hayhooks_app.cli import main as sourcebound
 
 CSV = "term,aliases,definition\nPTO,vacation days|holiday allowance,Leave balance.\nPeoplebase,HRIS,\n"

@@ -1,5 +1,5 @@
 """
-The service's records: a query log and an index event log, in the state layer (:mod:`components.core.state`):
+The service's records: a query log and an index event log, in the state layer (:mod:`components.stores.state`):
 ``records.sqlite`` in the data dir by default, the shared database with ``SOURCEBOUND_DATABASE_URL``.
 
 ``query_log`` has a row for every ``/search``, ``/rag`` and chat-completion request, successful or not:
@@ -21,7 +21,7 @@ logged before them.
 ``reason`` and ``cascade_id``), ``delete_tenant`` and ``flags`` (taint/verify), with the
 document ids and the number of chunks affected.
 
-The event consumer (``hayhooks_app.events``) keeps three more tables (docs/events.md): ``applied_events``
+The event consumer (``hayhooks_app.events``) keeps three more tables here (docs/events.md): ``applied_events``
 (each event handled, by id, with its outcome: what makes a redelivered event change nothing),
 ``event_positions`` (per document, the publish time of the newest event applied: an older one is
 superseded) and ``event_attempts`` (deliveries of events not yet handled, bounding retries across crashes).
@@ -36,7 +36,7 @@ pruned at start-up and every ``SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS``.
 Usage:
 
 ```python
-from hayhooks_app.records import RecordStore
+from components.stores.record_store import RecordStore
 
 records = RecordStore("data/records.sqlite", query_text_mode="hash")
 records.log_query(endpoint="search", tenant_id="acme", query="vpn", latency_ms=12.5, result_count=3)
@@ -60,8 +60,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from components.core.state import StateDatabase, open_state
-from hayhooks_app.config import env_number
+from components.runtime.environment import env_number
+from components.stores.state import StateDatabase, open_state
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from hayhooks_app.records import RecordStore
+from components.stores.record_store import RecordStore
 
 
 @pytest.mark.unit

@@ -2,14 +2,14 @@
 Declared sources in the server: background sync jobs, the reconcile interval, and the queue figures.
 
 ``SourceJobs`` owns one worker thread that runs sync jobs one at a time through
-``components.services.source_sync.SourceSyncer``, which indexes through the container (its write
-lock, metrics and index events), so a sync never opens the store a second time. A job is queued by a
-webhook (``hayhooks_app.webhooks``), by ``POST /webhooks/sync`` or by the reconcile timer; a second
-request for a source whose job has not started yet gets that job's id (the job syncs to the head it
-finds when it starts, so it covers both pushes).
+``components.services.source_sync.SourceSyncer``, which indexes through the request service it is given
+(``components.services.request_service``: its write lock, metrics and index events), so a sync never opens
+the store a second time. A job is queued by a webhook (``hayhooks_app.webhooks``), by ``POST /webhooks/sync``
+or by the reconcile timer; a second request for a source whose job has not started yet gets that job's id
+(the job syncs to the head it finds when it starts, so it covers both pushes).
 
 Jobs, webhook deliveries and the last indexed commit per source live in ``DATA_DIR/sources.sqlite``
-or, with ``SOURCEBOUND_DATABASE_URL``, the shared database (``components.services.sync_state``); the mirrors
+or, with ``SOURCEBOUND_DATABASE_URL``, the shared database (``components.stores.sync_state``); the mirrors
 in ``DATA_DIR/sources/``. The worker claims queued jobs from that table (one at a time, never two of one
 source at once), woken by a local submit or every ``POLL_SECONDS``, so with replicas a job queued on one
 may run on any. Jobs a stopped process left unfinished are marked ``abandoned`` at start-up (with a shared
@@ -21,9 +21,11 @@ sources), ``SOURCEBOUND_RECONCILE_INTERVAL`` (seconds between reconciles, 0 turn
 Usage:
 
 ```python
-from hayhooks_app.sources import SourceJobs
+from components.services.source_jobs import SourceJobs, declared_sources
 
-jobs = SourceJobs.from_env(container)      # None when SOURCEBOUND_SOURCES is unset
+sources, interval = declared_sources()     # None when SOURCEBOUND_SOURCES is unset
+jobs = SourceJobs(sources, interval, data_dir, index_streams=requests.index_streams,
+                  invalidate=requests.invalidate, max_file_bytes=indexing.max_file_bytes, retention_days=30)
 job_id = jobs.submit("handbook", "webhook")
 jobs.queue_status()                        # {'jobs_pending': 1, 'files_pending': 0, 'chunks_pending': 0}
 ```
@@ -36,15 +38,14 @@ import os
 import queue
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fastapi.concurrency import run_in_threadpool
-
+from components.runtime.environment import env_int
 from components.services.source_config import SourceConfig, load_sources
 from components.services.source_sync import SourceSyncer
-from components.services.sync_state import SYNC_STATE_FILE, SyncState
-from hayhooks_app.config import _env_int
+from components.stores.sync_state import SYNC_STATE_FILE, SyncState
 
 logger = logging.getLogger(__name__)
 
@@ -56,28 +57,57 @@ BYTES_PER_CHUNK_ESTIMATE = 4 * 180
 POLL_SECONDS = 5.0
 
 
+def declared_sources() -> tuple[dict[str, SourceConfig], int] | None:
+    """
+    The sources of ``SOURCEBOUND_SOURCES`` and the reconcile interval (``SOURCEBOUND_RECONCILE_INTERVAL``), or
+    ``None`` when no sources file is configured.
+
+    :raises SourceConfigError: If the sources file is invalid.
+    """
+    path = os.environ.get("SOURCEBOUND_SOURCES", "").strip()
+    if not path:
+        return None
+    interval = env_int("SOURCEBOUND_RECONCILE_INTERVAL", DEFAULT_RECONCILE_INTERVAL_S, 0)
+    return load_sources(path), interval
+
+
 class SourceJobs:
     """
     Sync jobs for declared sources, run one at a time by a worker thread.
 
-    :param container: The ``ServiceContainer`` whose indexing, invalidation and records the syncs use.
     :param sources: The declared sources by name.
     :param reconcile_interval_s: Seconds between reconciles of every source (0: never).
+    :param data_dir: Holds ``sources.sqlite`` and the mirrors (``sources/``).
+    :param index_streams: Indexes files given as ``ByteStream`` objects (the request service's, so a sync takes
+        the write lock and leaves index events like any other change).
+    :param invalidate: ``invalidate(tenant_id, document_ids, reason=...)``: removes documents from the index.
+    :param max_file_bytes: The largest file the indexing service takes.
+    :param retention_days: Deliveries and finished jobs older than this are pruned at each reconcile.
     """
 
-    def __init__(self, container: Any, sources: dict[str, SourceConfig], reconcile_interval_s: int) -> None:
-        self.container = container
+    def __init__(
+        self,
+        sources: dict[str, SourceConfig],
+        reconcile_interval_s: int,
+        data_dir: Path,
+        *,
+        index_streams: Callable[[list[Any]], dict[str, Any]],
+        invalidate: Callable[..., dict[str, Any]],
+        max_file_bytes: int,
+        retention_days: int,
+    ) -> None:
         self.sources = sources
         self.reconcile_interval_s = reconcile_interval_s
-        data_dir = Path(container.settings.data_dir)
+        self.retention_days = retention_days
+        data_dir = Path(data_dir)
         self.state = SyncState(data_dir / SYNC_STATE_FILE)
         self.syncer = SourceSyncer(
             sources,
             self.state,
             data_dir / "sources",
-            index_streams=container.index_streams,
-            invalidate=lambda tenant, ids, reason: container.invalidate(tenant, ids, reason=reason),
-            max_file_bytes=container.indexing.max_file_bytes,
+            index_streams=index_streams,
+            invalidate=lambda tenant, ids, reason: invalidate(tenant, ids, reason=reason),
+            max_file_bytes=max_file_bytes,
             progress=self._progress,
         )
         self._queue: queue.Queue[bool | None] = queue.Queue()  # wake-ups; None stops the worker
@@ -86,15 +116,6 @@ class SourceJobs:
         self._pending = {"files": 0, "bytes": 0}
         self._worker: threading.Thread | None = None
         self._reconciler: asyncio.Task | None = None
-
-    @classmethod
-    def from_env(cls, container: Any) -> "SourceJobs | None":
-        """The jobs for ``SOURCEBOUND_SOURCES``, or ``None`` when no sources file is configured."""
-        path = os.environ.get("SOURCEBOUND_SOURCES", "").strip()
-        if not path:
-            return None
-        interval = _env_int("SOURCEBOUND_RECONCILE_INTERVAL", DEFAULT_RECONCILE_INTERVAL_S, 0)
-        return cls(container, load_sources(path), interval)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -118,9 +139,9 @@ class SourceJobs:
 
     async def _reconcile_periodically(self) -> None:
         while True:
-            await run_in_threadpool(self.reconcile)
+            await asyncio.to_thread(self.reconcile)
             # Deliveries and finished jobs are kept as long as the other records.
-            await run_in_threadpool(self.state.prune, self.container.settings.records_retention_days)
+            await asyncio.to_thread(self.state.prune, self.retention_days)
             await asyncio.sleep(self.reconcile_interval_s)
 
     # ------------------------------------------------------------------ jobs

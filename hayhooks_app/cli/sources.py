@@ -23,7 +23,15 @@ import os
 import sys
 from pathlib import Path
 
-from hayhooks_app.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, _common_options, _error, _print, _run_guarded
+from hayhooks_app.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    common_options,
+    print_error,
+    print_result,
+    run_guarded,
+)
 
 
 def _summary(name: str, report: dict) -> str:
@@ -46,19 +54,19 @@ def _sync(args: argparse.Namespace) -> int:
         from components.services.indexing_service import IndexingService
         from components.services.source_config import SourceConfigError, load_sources
         from components.services.source_sync import SourceSyncer
-        from components.services.sync_state import SYNC_STATE_FILE, SyncState
+        from components.stores.sync_state import SYNC_STATE_FILE, SyncState
 
         sources_file = args.sources or os.environ.get("SOURCEBOUND_SOURCES", "").strip()
         if not sources_file:
-            _error("no sources file: set SOURCEBOUND_SOURCES or pass --sources FILE")
+            print_error("no sources file: set SOURCEBOUND_SOURCES or pass --sources FILE")
             return EXIT_INVALID
         try:
             sources = load_sources(sources_file)
         except SourceConfigError as error:
-            _error(str(error))
+            print_error(str(error))
             return EXIT_INVALID
         if args.source and args.source not in sources:
-            _error(f"no source named {args.source!r} in {sources_file}; declared: {', '.join(sources) or 'none'}")
+            print_error(f"no source named {args.source!r} in {sources_file}; declared: {', '.join(sources) or 'none'}")
             return EXIT_INVALID
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         service = IndexingService.from_yaml(args.pipeline)
@@ -83,16 +91,16 @@ def _sync(args: argparse.Namespace) -> int:
         finally:
             state.close()
             service.close()
-        _print(args, reports, "\n".join(_summary(name, report) for name, report in reports.items()))
+        print_result(args, reports, "\n".join(_summary(name, report) for name, report in reports.items()))
         return EXIT_FAILED if any("error" in report for report in reports.values()) else EXIT_OK
 
-    return _run_guarded(args, action)
+    return run_guarded(args, action)
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``sync [SOURCE] [--full] [--sources FILE]``."""
     parser = subparsers.add_parser(
-        "sync", parents=[_common_options()], help="sync declared git sources into the index (SOURCEBOUND_SOURCES)"
+        "sync", parents=[common_options()], help="sync declared git sources into the index (SOURCEBOUND_SOURCES)"
     )
     parser.add_argument("source", nargs="?", help="one source's name (default: every source)")
     parser.add_argument("--full", action="store_true", help="compare the whole tree (a full reconcile)")
@@ -102,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return parser
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m hayhooks_app.cli_sources
+if __name__ == "__main__":  # pragma: no cover - python -m hayhooks_app.cli.sources
     from hayhooks_app.cli import main
 
     sys.exit(main(["sync", *sys.argv[1:]]))

@@ -28,11 +28,9 @@ def _data_dir(args: argparse.Namespace) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from components.core.state import STORES, database_url, open_state
-    from components.core.state.importer import STORE_FILES, import_data_dir
-    from components.core.state.migrations import current
+    from components.stores.state import STATE_ERRORS, STORES, database_url, open_state
+    from components.stores.state.importer import STORE_FILES, import_data_dir
+    from components.stores.state.migrations import current
 
     data_dir = _data_dir(args)
     try:
@@ -40,8 +38,8 @@ def _run(args: argparse.Namespace) -> int:
             if database_url() is None:
                 print("error: set SOURCEBOUND_DATABASE_URL to the shared database to import into.", file=sys.stderr)
                 return EXIT_FAILED
-            from hayhooks_app.identity import SqlApiKeys
-            from hayhooks_app.records import RecordStore
+            from components.stores.key_store import SqlApiKeys
+            from components.stores.record_store import RecordStore
 
             result = import_data_dir(data_dir)
             SqlApiKeys.open(data_dir / "api_keys.json")  # imports the keys file, once
@@ -56,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
             report[store] = {"database": database.engine.url.render_as_string(), "revision": current(database, store)}
             database.dispose()
         print(json.dumps(report, indent=2))
-    except (SQLAlchemyError, OSError, ValueError) as error:
+    except (*STATE_ERRORS, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
