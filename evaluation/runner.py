@@ -239,7 +239,7 @@ class CorpusIndex:
         ]
         return holding or [chunk.content for chunk in chunks if chunk.content]
 
-    def rag(self, question: EvalQuestion) -> tuple[dict[str, Any], list[ContextChunk]]:
+    def answer_question(self, question: EvalQuestion) -> tuple[dict[str, Any], list[ContextChunk]]:
         """
         Ask ``pipelines/query.yml``, returning the RAGResponse dict and the context chunks.
 
@@ -321,7 +321,7 @@ def ask(index: CorpusIndex, question: EvalQuestion, timer: StageTimer) -> Questi
     try:
         timer.reset()
         started = time.perf_counter()
-        response, context = index.rag(question)
+        response, context = index.answer_question(question)
         record.latency_ms = (time.perf_counter() - started) * 1000
         record.stage_ms = {name: round(value, 3) for name, value in timer.stages.items()}
         record.answer = response["answer"]

@@ -1,14 +1,10 @@
-"""Identity modes, the hashed keys file and the `keys` CLI of the HTTP API."""
-
-import json
-import os
+"""Identity modes of the HTTP API: who is asking, and may they write (the keys are in tests/unit/components/stores)."""
 
 import pytest
 
 from components.core.requester import Identity
 from components.stores import key_store
-from components.stores.key_store import ApiKeyStore, hash_key
-from hayhooks_app.cli import keys as cli_keys
+from components.stores.key_store import ApiKeyStore
 from hayhooks_app.errors import ApiError
 from hayhooks_app.identity import authorize_write, bearer_token, resolve_identity
 
@@ -26,56 +22,6 @@ def alice_key(keys_file):
 
 def _bearer(key):
     return {"authorization": f"Bearer {key}"}
-
-
-@pytest.mark.unit
-class TestKeysFile:
-    def test_register_stores_only_the_hash(self, keys_file, alice_key):
-        text = keys_file.read_text()
-        assert alice_key not in text
-        entry = json.loads(text)["keys"][0]
-        assert entry["sha256"] == hash_key(alice_key)
-        assert entry["tenant_id"] == "acme" and entry["tags"] == ["hr", "engineering"]
-        assert oct(os.stat(keys_file).st_mode & 0o777) == "0o600"
-
-    def test_lookup_finds_the_key_and_rereads_the_file(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        assert store.lookup(alice_key).user_id == "alice"
-        assert store.lookup("sb_wrong") is None
-        bob_key, _ = key_store.register_key(keys_file, tenant_id="globex", tags=["people"], user_id="bob")
-        assert store.lookup(bob_key).tenant_id == "globex"
-
-    def test_revoke_removes_the_key(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        record = store.lookup(alice_key)
-        assert key_store.revoke_key(keys_file, record.key_id)
-        assert store.lookup(alice_key) is None
-        assert not key_store.revoke_key(keys_file, record.key_id)
-
-    def test_invalid_file_keeps_the_previous_keys(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        assert store.lookup(alice_key) is not None
-        keys_file.write_text("{not json")
-        assert store.lookup(alice_key) is not None
-
-    def test_missing_file_means_no_keys(self, tmp_path):
-        assert len(ApiKeyStore(tmp_path / "absent.json")) == 0
-
-    def test_register_rejects_unknown_permission(self, keys_file):
-        with pytest.raises(ValueError, match="unknown permissions"):
-            key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["root"])
-
-    def test_cli_add_list_revoke(self, keys_file, capsys):
-        assert (
-            cli_keys.main(["--keys-file", str(keys_file), "add", "--tenant", "acme", "--tags", "hr,it", "--user", "u1"])
-            == 0
-        )
-        key = capsys.readouterr().out.strip().splitlines()[-1]
-        assert key.startswith("sb_") and ApiKeyStore(keys_file).lookup(key).tags == ("hr", "it")
-        assert cli_keys.main(["--keys-file", str(keys_file), "list"]) == 0
-        key_id = capsys.readouterr().out.split("\t")[0]
-        assert cli_keys.main(["--keys-file", str(keys_file), "revoke", key_id]) == 0
-        assert cli_keys.main(["--keys-file", str(keys_file), "revoke", key_id]) == 1
 
 
 @pytest.mark.unit

@@ -3,7 +3,6 @@
 import pytest
 
 from components.runtime.environment import ConfigError, env_bool, env_choice, env_int, env_number
-from components.stores.key_store import key_cache_seconds
 
 
 @pytest.mark.unit
@@ -29,13 +28,6 @@ class TestEnvNumber:
         monkeypatch.setenv("SB_TEST_NUMBER", raw)
         with pytest.raises(ConfigError, match=f"SB_TEST_NUMBER {message}"):
             env_number("SB_TEST_NUMBER", 1, kind=kind)
-
-    def test_the_key_cache_setting_uses_it(self, monkeypatch):
-        monkeypatch.setenv("SOURCEBOUND_KEY_CACHE_SECONDS", "0.5")
-        assert key_cache_seconds() == 0.5
-        monkeypatch.setenv("SOURCEBOUND_KEY_CACHE_SECONDS", "-2")
-        with pytest.raises(ConfigError, match="SOURCEBOUND_KEY_CACHE_SECONDS must be >= 0"):
-            key_cache_seconds()
 
 
 @pytest.mark.unit
