@@ -1,5 +1,5 @@
 """
-Who is asking: the two identity modes of the HTTP API (docs/contract.md, "Identity").
+Who is asking: the two identity modes of the HTTP API (docs/contract.md, "Identity and delegation").
 
 * ``trusted`` (default): ``tenant_id``, ``user_tags``, ``user_id`` and ``project_id`` come from the
   request body. Meant for 127.0.0.1 or behind an authenticating gateway that sets them.

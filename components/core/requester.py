@@ -1,7 +1,7 @@
 """
 The resolved requester of a request: the only source of access-control values passed to the pipelines
-(docs/contract.md, "Identity"). The HTTP layer resolves it (``hayhooks_app.identity``); the services take it
-as given and never read identity from a request body.
+(docs/contract.md, "Identity and delegation"). The HTTP layer resolves it (``hayhooks_app.identity``); the
+services take it as given and never read identity from a request body.
 
 Usage:
 

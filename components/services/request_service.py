@@ -4,7 +4,7 @@ indexing and lifecycle services, whoever asks (the HTTP wrappers, chat, MCP, the
 
 * reads (:meth:`RequestService.search`, :meth:`RequestService.answer`, :meth:`RequestService.enrich`): the
   requester's identity replaces whatever the body said (``components.core.requester.with_identity``); every
-  request, answered or failed, leaves a query-log row (docs/contract.md, "Records"); an answer with a
+  request, answered or failed, leaves a query-log row (``components.stores.record_store``); an answer with a
   ``conversation_id`` takes the conversation's history and is recorded as its next turn (docs/contract.md,
   "Conversations");
 * index changes (index, invalidate, flags, tenant delete) run under one write lock, so a re-index, an

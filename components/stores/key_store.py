@@ -1,7 +1,7 @@
 """
-The API keys of ``api_key`` mode (docs/contract.md, "Identity"): only ``sha256(key)`` is stored, with the key's
-``tenant_id``, ``user_id``, allowed ``tags`` and ``projects``, ``permissions`` and delegation grant
-(``act_as_users``).
+The API keys of ``api_key`` mode (docs/contract.md, "Identity and delegation"): only ``sha256(key)`` is
+stored, with the key's ``tenant_id``, ``user_id``, allowed ``tags`` and ``projects``, ``permissions`` and
+delegation grant (``act_as_users``).
 
 Two backends, one record type (:class:`ApiKeyRecord`):
 

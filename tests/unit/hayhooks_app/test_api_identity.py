@@ -9,17 +9,6 @@ from hayhooks_app.errors import ApiError
 from hayhooks_app.identity import authorize_write, bearer_token, resolve_identity
 
 
-@pytest.fixture
-def keys_file(tmp_path):
-    return tmp_path / "keys.json"
-
-
-@pytest.fixture
-def alice_key(keys_file):
-    key, _record = key_store.register_key(keys_file, tenant_id="acme", tags=["hr", "engineering"], user_id="alice")
-    return key
-
-
 def _bearer(key):
     return {"authorization": f"Bearer {key}"}
 

@@ -11,17 +11,6 @@ from components.stores import key_store
 from components.stores.key_store import ApiKeyFile, ApiKeyRecord, ApiKeyStore, hash_key, key_cache_seconds
 
 
-@pytest.fixture
-def keys_file(tmp_path):
-    return tmp_path / "keys.json"
-
-
-@pytest.fixture
-def alice_key(keys_file):
-    key, _record = key_store.register_key(keys_file, tenant_id="acme", tags=["hr", "engineering"], user_id="alice")
-    return key
-
-
 @pytest.mark.unit
 class TestKeysFile:
     def test_register_stores_only_the_hash(self, keys_file, alice_key):

@@ -6,11 +6,6 @@ from components.stores.key_store import ApiKeyStore
 from hayhooks_app.cli import keys as cli_keys
 
 
-@pytest.fixture
-def keys_file(tmp_path):
-    return tmp_path / "keys.json"
-
-
 @pytest.mark.unit
 class TestKeysCommand:
     def test_cli_add_list_revoke(self, keys_file, capsys):
