@@ -269,6 +269,19 @@ def embedder_backend() -> dict[str, Any]:
     return {"query": query, "documents": documents, "runtime": f"{runtime} {version}", "dtype": "float32"}
 
 
+def query_embedder(threads: int) -> Any:
+    """The search pipeline's own query embedder (pipelines/search.yml: class, model, ...), built from its YAML, warm."""
+    from haystack.core.serialization import component_from_dict
+
+    from components.services.pipeline_loader import load_pipeline_dict
+
+    embedder_type, data = embedder_declaration(load_pipeline_dict("search"))
+    data = {**data, "init_parameters": {**data.get("init_parameters", {}), "threads": threads}}
+    embedder = component_from_dict(embedder_type, data, "embedder")
+    embedder.warm_up()
+    return embedder
+
+
 class BareParts:
     """
     The query embedder and the store, in process: what a request needs without the service around it.
@@ -278,18 +291,12 @@ class BareParts:
     """
 
     def __init__(self, torch_threads: int, store_path: str):
-        from haystack.core.serialization import component_from_dict
-
         from components.builders.access_filter_builder import AccessFilterBuilder
         from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
-        from components.services.pipeline_loader import load_pipeline_dict
 
         self.torch_threads = torch_threads
-        # The search pipeline's own embedder (pipelines/search.yml: class, model, ...), built from its YAML.
-        self.embedder_type, data = embedder_declaration(load_pipeline_dict("search"))
-        data = {**data, "init_parameters": {**data.get("init_parameters", {}), "threads": torch_threads}}
-        self.embedder = component_from_dict(self.embedder_type, data, "embedder")
-        self.embedder.warm_up()
+        self.embedder = query_embedder(torch_threads)
+        self.embedder_type = type(self.embedder)
         self.filter_builder = AccessFilterBuilder()  # the filter the pipelines build (default options)
         self.store = QdrantEdgeDocumentStore(path=store_path, embedding_dim=384)
 

@@ -16,7 +16,14 @@ from hayhooks_app.cli import events as cli_events
 from hayhooks_app.cli import keys as cli_keys
 
 
-def serve(args: argparse.Namespace) -> int:
+def build_app(args: argparse.Namespace):
+    """
+    Prepare the process and build the served app as ``serve`` does (without serving it), so benchmarks profile
+    exactly what is served.
+
+    :returns: ``(app, settings, banner)``.
+    :raises ConfigError: On invalid settings.
+    """
     if args.host:
         os.environ["HAYHOOKS_HOST"] = args.host
     if args.port:
@@ -33,20 +40,15 @@ def serve(args: argparse.Namespace) -> int:
     torch_excluded = keep_torch_out()
     from components.embedders.onnx_embedding import resolve_threads
     from components.services.pipeline_copy import install_fast_input_copy
-    from hayhooks_app.config import ConfigError, Settings
+    from hayhooks_app.config import Settings
     from hayhooks_app.tracing import add_trace_ids, configure_tracing
 
-    try:
-        settings = Settings.from_env()
-        tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    settings = Settings.from_env()
+    tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
     threads = resolve_threads(None)
     # Haystack's per-component input copies were half of a /search request's CPU (bench/README.md, "Profile").
     install_fast_input_copy()
 
-    from hayhooks.server.app import run_app
     from hayhooks.settings import settings as hayhooks_settings
 
     # Our modules log through the stdlib: route them into Hayhooks' (loguru) log, as uvicorn's are.
@@ -62,12 +64,25 @@ def serve(args: argparse.Namespace) -> int:
     install_log_redaction(*([add_trace_ids] if tracing_on else []))
 
     app = create_application(settings)
-    print(
+    banner = (
         f"sourcebound: serving on http://{settings.host}:{settings.port} "
         f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, "
-        f"embedder onnxruntime threads {threads}{', torch not loaded' if torch_excluded else ''})",
-        flush=True,
+        f"embedder onnxruntime threads {threads}{', torch not loaded' if torch_excluded else ''})"
     )
+    return app, settings, banner
+
+
+def serve(args: argparse.Namespace) -> int:
+    from hayhooks_app.config import ConfigError
+
+    try:
+        app, settings, banner = build_app(args)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from hayhooks.server.app import run_app
+
+    print(banner, flush=True)
     run_app(app, host=settings.host, port=settings.port)
     return 0
 
