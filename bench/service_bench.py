@@ -93,8 +93,9 @@ class BenchServer:
     """``python -m hayhooks_app serve`` on a free loopback port, with start-up time and RSS sampling."""
 
     def __init__(self, data_dir: Path, log_path: Path, torch_threads: int = 1, extra_env: dict[str, str] | None = None,
-                 haystack_copy: bool = False):  # fmt: skip
+                 haystack_copy: bool = False, cwd: Path = REPO):  # fmt: skip
         self.haystack_copy = haystack_copy
+        self.cwd = cwd  # the checkout whose code serves (bench.ab_compare serves an earlier one beside this one)
         self.data_dir = data_dir
         self.log_path = log_path
         self.torch_threads = torch_threads
@@ -140,7 +141,7 @@ class BenchServer:
         with open(self.log_path, "wb") as log:
             started = time.monotonic()
             self.process = subprocess.Popen(
-                command, cwd=REPO, env=self._environment(), stdout=log, stderr=subprocess.STDOUT
+                command, cwd=self.cwd, env=self._environment(), stdout=log, stderr=subprocess.STDOUT
             )
         self._psutil = psutil.Process(self.process.pid)
         self._sampling.set()
