@@ -347,6 +347,9 @@ def _logical_lines(text: str) -> list[str]:
 # Languages that write ordinal numbers with a dot (German "am 31. März"): there a number and a dot end no sentence.
 _ORDINAL_DOT_LANGUAGES = frozenset({"de", "pl", "cs", "sk", "da", "nb", "no", "fi", "hu", "sl", "hr", "sr", "et", "lv"})
 _ORDINAL_END_RE = re.compile(r"(?<![\d.,])\b\d{1,2}\.$")
+# A part can end with an ordinal only where the text has a digit, a dot and a space (the split that made the part):
+# without one there is nothing to re-join, so the language need not be detected (~10 ms for a non-ASCII chunk).
+_ORDINAL_CANDIDATE_RE = regex.compile(r"\d\.\s")
 
 
 def sentence_blocks(text: str) -> list[list[str]]:
@@ -357,7 +360,7 @@ def sentence_blocks(text: str) -> list[list[str]]:
     Sentences end as :func:`split_sentences` says.
     """
     blocks: list[list[str]] = []
-    ordinal_dots = text_language(text or "") in _ORDINAL_DOT_LANGUAGES
+    ordinal_dots = bool(_ORDINAL_CANDIDATE_RE.search(text or "")) and text_language(text) in _ORDINAL_DOT_LANGUAGES
     for line in _logical_lines(text):
         line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
         if not line:

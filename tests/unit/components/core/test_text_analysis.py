@@ -341,6 +341,23 @@ class TestMultilingualSentences:
         ]
         assert join_ordinals(["bis zum 31.", "März"]) == ["bis zum 31. März"]
 
+    def test_language_is_detected_only_where_an_ordinal_could_join(self, monkeypatch):
+        from components.core import text_analysis
+
+        texts = [
+            "Resturlaub muss bis zum 31. März genommen werden. Die Frist gilt für alle Beschäftigten.",
+            "Der Urlaub beträgt 30 Tage. Über Ausnahmen entscheidet die Leitung.",
+            "Les Normands (Normands en normand) furent le peuple. Ils donnèrent leur nom à la Normandie.",
+            "Отпуск составляет 28 дней. Заявление подаётся заранее.",
+        ]
+        expected = [sentence_blocks(text) for text in texts]
+        text_analysis.text_language.cache_clear()
+        calls: list[str] = []
+        detect = text_analysis.detect_language
+        monkeypatch.setattr(text_analysis, "detect_language", lambda text: calls.append(text) or detect(text))
+        assert [sentence_blocks(text) for text in texts] == expected
+        assert calls == [texts[0]]  # the only one with "<digit>. " in it
+
     def test_mixed_language_text(self):
         text = "The Kazan office opens at 8:30. Парковка находится во дворе. 员工食堂在三楼。"
         assert split_sentences(text) == [
