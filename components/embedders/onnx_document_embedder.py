@@ -39,6 +39,10 @@ class OnnxDocumentEmbedder:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         model: str = "packaged:all-MiniLM-L6-v2",

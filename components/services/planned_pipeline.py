@@ -15,8 +15,16 @@ it: every mandatory socket holds a value, and it has a trigger (a value from a s
 no senders at all); a socket whose sender did not produce a value takes its default. Everything else is Haystack's
 own code: input validation, input copies (``_deepcopy_with_exceptions``, so ``pipeline_copy``'s fast path applies),
 output checks, conversions between socket types, the error types, and with tracing on the same spans
-(``Pipeline._run_component``). Cyclic or variadic graphs, break points and snapshots go to ``Pipeline.run``
-unchanged. The YAML, the components and their connections are the same; only the scheduling differs.
+(``Pipeline._run_component``).
+
+Input copies: Haystack gives every component a deep copy of its inputs, so that a component that changes its inputs
+in place cannot change what another component, the caller or a sender's cache holds. A component class that sets
+``reads_inputs_only = True`` declares that it never does (its run changes nothing reachable from its inputs and
+keeps no reference to them), so it gets its inputs as they are (docs/contract.md, "Pipeline runs"); every other
+component still gets its copy. With tracing on, every component gets its copy, as in Haystack.
+
+Cyclic or variadic graphs, break points and snapshots go to ``Pipeline.run`` unchanged. The YAML, the components
+and their connections are the same; only the scheduling (and the copies declared unneeded) differ.
 
 Usage (``components.services.pipeline_loader.load_pipeline`` builds every pipeline this way):
 
@@ -43,6 +51,10 @@ from haystack.telemetry import pipeline_running
 
 logger = logging.getLogger(__name__)
 
+# The class attribute by which a component declares that its run() changes none of its inputs (nor anything reachable
+# from them) and keeps no reference to them after it returns: it then gets them without a copy.
+READS_INPUTS_ONLY = "reads_inputs_only"
+
 
 @dataclass(frozen=True)
 class _Step:
@@ -55,6 +67,7 @@ class _Step:
     has_senders: bool
     receivers: tuple[tuple[str, str, str, Any], ...]  # (receiver, output socket, input socket, conversion)
     connected_outputs: frozenset[str]
+    copies_inputs: bool  # False for a component that declares ``reads_inputs_only`` (see the module doc)
 
 
 class PlannedPipeline(Pipeline):
@@ -113,6 +126,7 @@ class PlannedPipeline(Pipeline):
                     has_senders=any(socket.senders for socket in sockets.values()),
                     receivers=receivers,
                     connected_outputs=frozenset(output for _, output, _, _ in receivers),
+                    copies_inputs=getattr(type(node["instance"]), READS_INPUTS_ONLY, False) is not True,
                 )
             )
         return tuple(steps)
@@ -197,7 +211,7 @@ class PlannedPipeline(Pipeline):
             return self._run_component(step.name, step.node, inputs, visits, parent_span=span)
         instance = step.node["instance"]
         # Looked up per call: components.services.pipeline_copy replaces it in that module.
-        copied = haystack_pipeline._deepcopy_with_exceptions(inputs)
+        copied = haystack_pipeline._deepcopy_with_exceptions(inputs) if step.copies_inputs else inputs
         try:
             result = instance.run(**copied)
         except (BreakpointException, PipelineRuntimeError):

@@ -82,6 +82,34 @@ class _Counter:
 
 
 @component
+class _Source:
+    """Makes one Document (and remembers the list it returned)."""
+
+    def __init__(self):
+        self.produced: list[list[Document]] = []
+
+    @component.output_types(documents=list[Document])
+    def run(self, text: str) -> dict:
+        self.produced.append([Document(content=text)])
+        return {"documents": self.produced[-1]}
+
+
+@component
+class _Keeper:
+    """Records the inputs it was given (by identity)."""
+
+    reads_inputs_only = True
+
+    def __init__(self):
+        self.seen: list[Any] = []
+
+    @component.output_types(count=int)
+    def run(self, documents: list[Document]) -> dict:
+        self.seen.append(documents)
+        return {"count": len(documents)}
+
+
+@component
 class _Failing:
     @component.output_types(text=str)
     def run(self, text: str) -> dict:
@@ -117,6 +145,20 @@ class _IntEcho:
     @component.output_types(value=int)
     def run(self, value: int) -> dict:
         return {"value": value}
+
+
+class _RecordingTracer(tracing.Tracer):
+    """Names the spans opened, and opens none."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def trace(self, operation_name, tags=None, parent_span=None):
+        self.names.append(operation_name)
+        return NullTracer().trace(operation_name, tags, parent_span)
+
+    def current_span(self):
+        return None
 
 
 def _branching(cls: type[Pipeline]) -> Pipeline:
@@ -209,6 +251,34 @@ class TestPlannedPipeline:
         assert result["counter"] == {"count": 1, "touched": False}
         assert len(documents) == 1 and documents[0].meta == {}
 
+    def test_run_passes_inputs_uncopied_only_to_components_that_read_only(self):
+        pipe = PlannedPipeline()
+        pipe.add_component("source", _Source())
+        pipe.add_component("keeper", _Keeper())
+        pipe.add_component("mutator", _Mutator())
+        pipe.add_component("counter", _Counter())
+        pipe.connect("source.documents", "keeper.documents")
+        pipe.connect("source.documents", "mutator.documents")
+        pipe.connect("source.documents", "counter.documents")
+        result = pipe.run({"source": {"text": "x"}})
+        (produced,) = pipe.get_component("source").produced
+        assert pipe.get_component("keeper").seen[0] is produced  # declared read-only: no copy
+        assert result["counter"] == {"count": 1, "touched": False}  # the mutator changed its own copy only
+        assert len(produced) == 1 and produced[0].meta == {}
+        assert [step.name for step in pipe.plan() if not step.copies_inputs] == ["keeper"]
+
+    def test_run_traced_copies_every_input(self):
+        documents = [Document(content="x")]
+        pipe = PlannedPipeline()
+        pipe.add_component("keeper", _Keeper())
+        tracing.enable_tracing(_RecordingTracer())
+        try:
+            pipe.run({"keeper": {"documents": documents}})
+        finally:
+            tracing.disable_tracing()
+        (seen,) = pipe.get_component("keeper").seen
+        assert seen == documents and seen is not documents
+
     def test_run_uses_the_installed_input_copy(self, monkeypatch):
         calls = []
         original = haystack_pipeline._deepcopy_with_exceptions
@@ -275,18 +345,7 @@ class TestPlannedPipeline:
         assert pipe.run({"router": {"text": "a"}})["tail"] == {"text": "A|R?!"}
 
     def test_run_traced_creates_haystack_spans(self):
-        class Recorder(tracing.Tracer):
-            def __init__(self):
-                self.names: list[str] = []
-
-            def trace(self, operation_name, tags=None, parent_span=None):
-                self.names.append(operation_name)
-                return NullTracer().trace(operation_name, tags, parent_span)
-
-            def current_span(self):
-                return None
-
-        recorder = Recorder()
+        recorder = _RecordingTracer()
         tracing.enable_tracing(recorder)
         try:
             result = _branching(PlannedPipeline).run({"router": {"text": "a"}})
@@ -294,6 +353,17 @@ class TestPlannedPipeline:
             tracing.disable_tracing()
         assert result["join"]["joined"] == "A|R?!"
         assert recorder.names == ["haystack.pipeline.run"] + ["haystack.component.run"] * 4
+
+
+def _snapshot(value: Any) -> Any:
+    """A comparable deep snapshot of a component's inputs (Documents by their fields)."""
+    if isinstance(value, Document):
+        return ("Document", _snapshot(value.to_dict(flatten=False)))
+    if isinstance(value, dict):
+        return {key: _snapshot(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_snapshot(item) for item in value]
+    return repr(value) if not isinstance(value, (str, int, float, bool, type(None))) else value
 
 
 def _normalised(value: dict[str, Any]) -> Any:
@@ -342,3 +412,31 @@ class TestPlannedPipelineOnTheYamlPipelines:
         assert _normalised(planned[1]) == _normalised(haystack[1])
         if request_body["tenant_id"] == "acme" and "leave" in request_body["query"]:
             assert planned[0]["results"] and planned[1]["action"] == "CITE"  # the comparison saw real answers
+
+    def test_components_that_read_only_change_no_input(self, service, monkeypatch):
+        # What reads_inputs_only declares, checked on real requests: each declared component's inputs are the same
+        # after its run as before it.
+        checked: dict[str, int] = {}
+        for pipeline in (service.rag_pipeline, service.search_pipeline):
+            for name, instance in pipeline.walk():
+                if not getattr(type(instance), "reads_inputs_only", False):
+                    continue
+                run = instance.run
+
+                def checking(*args, _run=run, _name=name, **kwargs):
+                    before = _snapshot(kwargs)
+                    result = _run(*args, **kwargs)
+                    assert _snapshot(kwargs) == before, f"{_name} changed its inputs"
+                    checked[_name] = checked.get(_name, 0) + 1
+                    return result
+
+                monkeypatch.setattr(instance, "run", checking)
+        for body in (
+            {"query": "How many days of paid annual leave do employees get?", "tenant_id": "acme", "user_tags": ["hr"]},
+            {"query": "vpn setup", "tenant_id": "acme", "user_tags": ["it", "hr"]},
+        ):
+            service.rag(body)
+            service.search(body)
+        expected = {"selector", "similarity", "guard", "limiter", "dedup", "budgeter", "citations", "results",
+                    "sentence_embedder"}  # fmt: skip
+        assert expected <= set(checked)
