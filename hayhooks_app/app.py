@@ -198,34 +198,40 @@ def _routes(container: ServiceContainer) -> APIRouter:
         project_id: Annotated[str | None, Form(description="Project for scope=project.")] = None,
         document_id: Annotated[str | None, Form(description="Document id (only with a single file).")] = None,
         document_name: Annotated[str | None, Form(description="Display name (only with a single file).")] = None,
+        user_tags: Annotated[
+            list[str] | None, Form(description='The caller\'s tags (docs/api.md, "Write rule"); optional.')
+        ] = None,
     ) -> dict:
         try:
             form = UploadForm.model_validate(
                 {
                     "tenant_id": tenant_id,
-                    "tags": [tag.strip() for value in tags for tag in value.split(",") if tag.strip()],
+                    "tags": _form_list(tags),
                     "scope": scope,
                     "user_id": user_id or None,
                     "project_id": project_id or None,
                     "document_id": document_id or None,
                     "document_name": document_name or None,
                     "files": len(files),
+                    "user_tags": _form_list(user_tags) or None,
                 }
             )
         except ValidationError as error:
             raise ApiError(422, "validation_error", describe_validation_errors(error.errors())) from error
-        from hayhooks_app.identity import authorize_write
+        from hayhooks_app.identity import write_authority
 
-        key_id = authorize_write(
+        named = form.user_tags is not None  # trusted mode: the caller is named by its tags (docs/contract.md)
+        writer = write_authority(
             container.settings.auth_mode,
             container.keys,
             request.headers,
             tenant_ids={form.tenant_id},
-            tags=set(form.tags),
-            user_ids={form.user_id} if form.user_id else None,
-            public=form.scope == "public",
+            user_tags=form.user_tags,
+            user_id=form.user_id if named else None,
+            project_id=form.project_id if named else None,
         )
-        result = await _index_uploads(container, files, form, key_id)
+        writer.check_documents([form.stream_meta()])
+        result = await _index_uploads(container, files, form, writer)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
 
     @router.post("/rag/enrich", tags=["pipelines"], summary="Context for a message (alias of POST /enrich/run)")
@@ -266,9 +272,12 @@ def _mount_web_page(app: FastAPI) -> None:
     app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
 
 
-async def _index_uploads(
-    container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None
-) -> dict:
+def _form_list(values: list[str] | None) -> list[str]:
+    """A repeated form field whose values may also be comma-separated."""
+    return [item.strip() for value in values or () for item in value.split(",") if item.strip()]
+
+
+async def _index_uploads(container: ServiceContainer, files: list[UploadFile], form: UploadForm, writer) -> dict:
     """
     Index uploads as byte streams. Each keeps its (sanitised) file name as ``document_name``, so its
     ``document_id`` derives from tenant + name: uploading a changed file again replaces it.
@@ -295,7 +304,7 @@ async def _index_uploads(
             meta["document_name"] = name  # so the "unsupported file type" error names the file
         streams.append(ByteStream(data=content, meta=meta))
     try:
-        return await run_in_threadpool(container.requests.index_streams, streams, key_id)
+        return await run_in_threadpool(container.requests.index_streams, streams, writer.key_id, writer.rule)
     except Exception as error:
         mapped = map_exception(error)
         if mapped is None:
