@@ -48,6 +48,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from components.stores.sentence_vector_cache import prune_sentence_vectors
+from hayhooks_app.browser_guard import BrowserGuard
 from hayhooks_app.cli import build_parser
 from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
@@ -262,6 +263,15 @@ def _routes(container: ServiceContainer) -> APIRouter:
     return router
 
 
+class _WebAssets(StaticFiles):
+    """The page's assets, with the page's own security headers (a script or style is a document too)."""
+
+    async def get_response(self, path: str, scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(WEB_PAGE_HEADERS)
+        return response
+
+
 def _mount_web_page(app: FastAPI) -> None:
     """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
 
@@ -269,7 +279,7 @@ def _mount_web_page(app: FastAPI) -> None:
     async def web_page() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=WEB_PAGE_HEADERS)
 
-    app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
+    app.mount("/web", _WebAssets(directory=WEB_DIR), name="web")
 
 
 def _form_list(values: list[str] | None) -> list[str]:
@@ -361,12 +371,14 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
     # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).
-    mcp_app = create_mcp_app(app.state.pipeline_registry)
+    mcp_app = create_mcp_app(app.state.pipeline_registry, settings.allowed_hosts.mcp_security())
     mount_mcp(app, mcp_app)
     _mount_web_page(app)
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
+    # Outermost: a foreign Host or a cross-site write is refused before anything reads it (browser_guard).
+    app.add_middleware(BrowserGuard, hosts=settings.allowed_hosts)
     instrument_app(app, enabled=tracing_on)
     _extend_lifespan(app, container, mcp_app, admin)
     install_sources(app, container)  # webhooks, sync jobs and the reconcile interval (hayhooks_app.webhooks)

@@ -6,6 +6,8 @@ derived ``document_id``, or the same page is indexed twice and answers cite
 duplicates. :func:`canonicalize_url` makes these equal:
 
 * scheme and host in lower case, a trailing dot and the default port (80/443) dropped;
+* no userinfo (``user:password@``): a credential is not part of a page's identity and must never be shown
+  (docs/contract.md, "Sources");
 * no fragment (``#section``);
 * no tracking parameters (``utm_*``, ``gclid``, ``fbclid``, ...); the remaining
   query parameters sorted, so their order does not matter;
@@ -137,10 +139,8 @@ def canonicalize_url(url: str) -> str:
         port = parts.port
     except ValueError:
         port = None
+    # The userinfo is dropped: a credential is no part of the page's identity and never shown (contract, Sources).
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    if parts.username:
-        userinfo = parts.username + (f":{parts.password}" if parts.password else "")
-        netloc = f"{userinfo}@{netloc}"
 
     query_pairs = [
         (name, value)

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from components.core.url_credentials import redact_url_credentials
 from components.runtime.environment import env_int
 from components.services.source_config import SourceConfig, load_sources
 from components.services.source_sync import SourceSyncer
@@ -176,7 +177,8 @@ class SourceJobs:
             report = self.syncer.sync(source, full=full)
         except Exception as error:  # recorded on the job; the commit did not advance, so it repeats
             logger.exception("Sync job %s of source %s failed.", job_id, source)
-            self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
+            # The job's error is shown by GET /jobs/{id}: never a clone URL's credentials (contract, Sources).
+            self.state.finish_job(job_id, error=redact_url_credentials(f"{type(error).__name__}: {error}"))
         else:
             if report["indexed"] or report["removed"] or report["rejected"]:
                 logger.info(

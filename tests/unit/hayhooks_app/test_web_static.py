@@ -16,7 +16,9 @@ from hayhooks_app.config import Settings
 @pytest.fixture
 def client(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(tmp_path))
-    return TestClient(create_application(Settings(data_dir=tmp_path)), raise_server_exceptions=False)
+    return TestClient(
+        create_application(Settings(data_dir=tmp_path)), base_url="http://localhost", raise_server_exceptions=False
+    )
 
 
 @pytest.mark.unit
