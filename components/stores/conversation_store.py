@@ -13,7 +13,8 @@ rag_conversation_summaries (id, tenant_id, user_id, project_id, thread_id, summa
 ``thread_id`` is the conversation id; ``message_ids`` (JSON) lists the turns each summary folded in; the
 newest row is the conversation's summary. Every read and write of one conversation names its owner
 (tenant, user and the key that started it, ``owner_key``: the API key's id, ``""`` in trusted mode): a
-conversation that is not theirs reads as absent (``None``/``False``), exactly like an unknown one. What a request may see and when to summarise is decided by
+conversation that is not theirs reads as absent (``None``/``False``), exactly like an unknown one. What a
+request may see and when to summarise is decided by
 :mod:`components.services.conversation_service`.
 
 Usage:
