@@ -392,6 +392,11 @@ class WriteRule:
         tenants = (tenant_ids,) if isinstance(tenant_ids, str) else tuple(tenant_ids)
         return cls(tenant_ids=tenants, tags=None, user_patterns=("*",), projects=None, public=public)
 
+    @property
+    def unlimited(self) -> bool:
+        """Whether the rule refuses nothing within its tenants (an operator), so stored documents need no check."""
+        return self.tags is None and "*" in self.user_patterns and self.projects is None and self.public
+
     def may_act_as(self, user_id: str) -> bool:
         """Whether the caller may write documents owned by ``user_id``."""
         return user_id in self.user_ids or any(fnmatch.fnmatchcase(user_id, one) for one in self.user_patterns)

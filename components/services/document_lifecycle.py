@@ -77,7 +77,7 @@ def writable_ids(store: DocumentStore, tenant_id: str, document_ids: list[str], 
     nothing to refuse); ``writer=None`` (the operator) keeps every id. Call it under the store's write lock, so
     nothing changes between the check and the write.
     """
-    if writer is None or not document_ids:
+    if writer is None or writer.unlimited or not document_ids:
         return list(document_ids)
     refused = {
         chunk.meta.get("document_id")

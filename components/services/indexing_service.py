@@ -454,6 +454,8 @@ class IndexingService:
             ids = ids_by_tenant.setdefault(document.meta["tenant_id"], [])
             if document.meta["document_id"] not in ids:
                 ids.append(document.meta["document_id"])
+        if writer.unlimited:  # the tenant check above is all it asks (the stored document has the same tenant)
+            return
         for tenant_id, ids in ids_by_tenant.items():
             for stored in self.document_store.filter_documents(tenant_document_filter(tenant_id, ids)):
                 if writer.violation(stored.meta) is not None:

@@ -214,7 +214,8 @@ class TestWriteRule:
     @pytest.mark.parametrize("scope", ["tenant", "user", "project", "public"])
     def test_the_operator_writes_everything_of_its_tenants(self, scope):
         meta = _meta(scope=scope, user_id="anyone", project_id="p9", tags=["x", "y"])
-        assert WriteRule.operator(["acme", "globex"]).allows(meta)
+        assert WriteRule.operator(["acme", "globex"]).allows(meta) and WriteRule.operator("acme").unlimited
+        assert not WriteRule(tenant_ids=("acme",), tags=("hr",), user_patterns=("*",), public=True).unlimited
         assert not WriteRule.operator("acme", public=False).allows(_meta(scope="public"))
 
 
