@@ -99,6 +99,11 @@ class Credentials:
                 raise ApiError(503, "identity_provider_unavailable", str(error)) from error
         record = self.keys.lookup(token) if self.keys is not None else None
         if record is None:
+            if "oidc" in self.methods:
+                raise invalid_token(
+                    f"Unknown API key (and not a JWT: a token from {self.oidc.settings.issuer} has the form "
+                    "header.payload.signature)."
+                )
             raise unauthorized("Unknown API key.")
         return record
 
