@@ -2,7 +2,8 @@
 Sign-in routes for the web page (docs/api.md, "Web page" and "Identity"):
 
 * ``GET /auth/config``: the identity mode and, with ``oidc``, the public values of the authorization code flow
-  with PKCE (issuer, client id, endpoints, scopes); no secret exists to leak (a public client has none).
+  with PKCE (issuer, client id, endpoints, scopes); no secret exists to leak (a public client has none). With
+  the provider unreachable, ``sign_in`` is false and ``error`` says why.
 * ``GET /auth/me``: what the request's bearer token grants (tenant, user, tags, permissions, expiry), as the
   server resolves it: the page shows this, not what the token says about itself.
 
@@ -32,8 +33,8 @@ def auth_routes(container: ServiceContainer) -> APIRouter:
         if container.oidc is not None:
             try:
                 body["oidc"] = await run_in_threadpool(container.oidc.web_config)
-            except IdentityProviderUnavailable as error:
-                raise ApiError(503, "identity_provider_unavailable", str(error)) from error
+            except IdentityProviderUnavailable as error:  # the page shows why it cannot sign in now
+                body["oidc"] = {"sign_in": False, "issuer": container.settings.oidc.issuer, "error": str(error)}
         return body
 
     @router.get("/auth/me", summary="What the request's bearer token grants")

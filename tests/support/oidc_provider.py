@@ -111,6 +111,11 @@ class OidcProvider:
         protected = {"alg": "RS256", "kid": signer.kid, "typ": "JWT", **(header or {})}
         return jwt.encode(protected, self.claims(user, **claims), signer)
 
+    def revoke_refresh_tokens(self) -> None:
+        """What an administrator's "sign out everywhere" does: every refresh token stops working."""
+        with self._lock:
+            self._refresh.clear()
+
     # ------------------------------------------------------------------ the flow
 
     def _authorize(self, query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
