@@ -12,6 +12,7 @@ import time
 import pytest
 from joserfc import jwk
 from support.api_server import ApiServer, error_of, settled_query_log
+from support.mcp_client import call_tool, error_text
 from support.oidc_provider import OidcProvider
 
 from components.stores import key_store
@@ -117,6 +118,19 @@ class TestGroupsLimitWhatIsSeen:
         assert reply.status_code == 200, reply.text
         cited = {c["document_id"] for c in reply.json()["sourcebound"]["citations"]}
         assert "payroll-calendar" not in cited and "25th" not in reply.json()["choices"][0]["message"]["content"]
+
+    def test_mcp_tools_take_the_token_too(self, server, provider):
+        result = call_tool(
+            server.url, "search_project_context", {"query": "quokka", "k": 10}, headers=bearer(provider.token("bob"))
+        )
+        assert {hit["document_id"] for hit in result.structuredContent["results"]} == {
+            "payroll-calendar",
+            "canteen-menu",
+        }
+        expired = call_tool(
+            server.url, "search_project_context", {"query": "quokka"}, headers=bearer(provider.token("bob", exp_in=-60))
+        )
+        assert error_text(expired).startswith("401 unauthorized: The token expired at")
 
     def test_auth_me_shows_the_servers_view(self, server, provider):
         me = server.client.get("/auth/me", headers=bearer(provider.token(EDITOR))).json()

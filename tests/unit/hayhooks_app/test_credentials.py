@@ -8,7 +8,7 @@ from support.oidc_provider import OidcProvider
 
 from components.runtime.environment import ConfigError
 from components.stores.key_store import ApiKeyStore
-from hayhooks_app.config import parse_auth_mode
+from hayhooks_app.config import Settings, parse_auth_mode
 from hayhooks_app.credentials import Credentials
 from hayhooks_app.errors import ApiError
 from hayhooks_app.identity import authorize_write, resolve_identity
@@ -63,6 +63,20 @@ class TestParseAuthMode:
     def test_run_refuses(self, value):
         with pytest.raises(ConfigError, match="SOURCEBOUND_AUTH_MODE"):
             parse_auth_mode(value)
+
+    def test_settings_read_the_oidc_variables_only_in_oidc_modes(self, monkeypatch, tmp_path):
+        monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(tmp_path))
+        monkeypatch.delenv("SOURCEBOUND_OIDC_ISSUER", raising=False)
+        monkeypatch.setenv("SOURCEBOUND_AUTH_MODE", "api_key")
+        assert Settings.from_env().oidc is None
+        monkeypatch.setenv("SOURCEBOUND_AUTH_MODE", "oidc,api_key")
+        with pytest.raises(ConfigError, match="SOURCEBOUND_OIDC_ISSUER is required"):
+            Settings.from_env()
+        monkeypatch.setenv("SOURCEBOUND_OIDC_ISSUER", "https://idp.example.com")
+        monkeypatch.setenv("SOURCEBOUND_OIDC_AUDIENCE", "sourcebound")
+        monkeypatch.setenv("SOURCEBOUND_OIDC_TENANT", "acme")
+        settings = Settings.from_env()
+        assert settings.auth_mode == "oidc,api_key" and settings.oidc.issuer == "https://idp.example.com"
 
 
 class TestCredentials:
