@@ -614,8 +614,8 @@
       $("sign-in-status").textContent = reason;
       describeIdentity();
       showIdentity(true);
-    } else if (!state.me) {
-      loadGrant();
+    } else if (state.me) {
+      loadGrant(); // a renewed token may carry other groups: show what the server grants now
     }
   }
 
