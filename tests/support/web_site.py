@@ -65,6 +65,9 @@ class WebSite:
         self.full: Counter = Counter()
         self.not_modified: Counter = Counter()
         self.user_agents: set[str] = set()
+        self.started: list[float] = []  # when each page request arrived (robots.txt not counted)
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         site = self
@@ -108,12 +111,25 @@ class WebSite:
             self.requests.clear()
             self.full.clear()
             self.not_modified.clear()
+            self.started.clear()
+            self.max_in_flight = 0
 
     def answer(self, handler: BaseHTTPRequestHandler) -> None:
         path = handler.path
         with self.lock:
             self.requests[path] += 1
             self.user_agents.add(handler.headers.get("User-Agent", ""))
+            if path != "/robots.txt":
+                self.started.append(time.monotonic())
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._answer(handler, path)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(self, handler: BaseHTTPRequestHandler, path: str) -> None:
         page = self.pages.get(path)
         if page is None:
             self._send(handler, 404, {"Content-Type": "text/plain"}, b"not found")
