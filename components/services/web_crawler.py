@@ -80,6 +80,8 @@ TRANSIENT_STATUSES = frozenset({408, 425, 429})
 # Text types the indexing pipeline reads as UTF-8: a page in another charset is transcoded first.
 TEXT_TYPES = frozenset({"html", "csv", "md", "txt"})
 _QUEUE_EVENTS = 16
+# An unused body up to this size is read so its keep-alive connection is reused; a longer one closes it.
+DRAIN_MAX_BYTES = 64 * 1024
 
 
 class CrawlError(SourceboundError, RuntimeError):
@@ -143,6 +145,13 @@ class _HostGate:
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+async def _drain(response: httpx.Response) -> None:
+    """Read a short body the crawl does not use (304, redirects, errors), so the connection is kept for the next."""
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) <= DRAIN_MAX_BYTES:
+        await response.aread()
 
 
 def _charset(content_type: str) -> str | None:
@@ -346,6 +355,8 @@ class _CrawlRun:
             try:
                 async with self._gate(url), self.client.stream("GET", url, headers=headers) as response:
                     status = response.status_code
+                    if status != 200:
+                        await _drain(response)
                     if status in REDIRECT_STATUSES:
                         target = self._redirect_target(response, url, key, chain)
                         target_key = canonicalize_url(target)

@@ -207,3 +207,22 @@ class TestWebCrawler:
         site.reset_counts()
         third = crawl(site, known=known, conditional=False)
         assert len(third["page"]) == 3 and sum(site.full.values()) == 3
+
+    def test_a_subdomain_resolving_to_a_private_address_is_refused(self, monkeypatch):
+        import asyncio
+        import socket
+
+        async def fake_getaddrinfo(self, host, port, **kwargs):
+            address = {"intranet.docs.example.test": "10.0.0.5"}[host]
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+        monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "getaddrinfo", fake_getaddrinfo)
+        crawler = WebCrawler(
+            CrawlSettings(start_urls=("http://intranet.docs.example.test/",), allowed_domains=("docs.example.test",))
+        )
+        events = list(crawler.crawl({}))
+        assert [(event.outcome, event.reason) for event in events[:-1]] == [
+            ("refused", "intranet.docs.example.test resolves to the private address 10.0.0.5; only a host named in "
+                        "allowed_domains itself may"),
+        ]  # fmt: skip
+        assert events[-1].outcome == "done" and events[-1].requested == 0
