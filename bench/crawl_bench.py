@@ -213,7 +213,9 @@ def run(pages: int, recrawls: int, full: bool) -> dict[str, Any]:
         figures["fetch_only_pages_per_s"] = round(fetched / figures["fetch_only_s"], 1)
         site.counts()
 
+        cpu = time.process_time()
         first = web.sync(source)
+        first_cpu = time.process_time() - cpu
         full_bodies, _ = site.counts()
         figures["first_crawl"] = {
             "seconds": round(first["latency_ms"] / 1000, 3),
@@ -222,16 +224,22 @@ def run(pages: int, recrawls: int, full: bool) -> dict[str, Any]:
             "pages_per_s": round(len(first["indexed"]) / (first["latency_ms"] / 1000), 1),
             "full_responses": full_bodies,
             "skipped": len(first["skipped"]) + first["skipped_more"],
+            "cpu_seconds": round(first_cpu, 3),
         }
         again = []
         for _ in range(recrawls):
+            cpu = time.process_time()
             report = web.sync(source)
+            cpu = time.process_time() - cpu
             bodies, not_modified = site.counts()
             assert report["indexed"] == [] and bodies == 0, (report, bodies)
-            again.append({"seconds": report["latency_ms"] / 1000, "not_modified": not_modified})
+            again.append({"seconds": report["latency_ms"] / 1000, "not_modified": not_modified, "cpu": cpu})
         seconds = statistics.median(entry["seconds"] for entry in again)
+        cpu_seconds = statistics.median(entry["cpu"] for entry in again)
         figures["recrawl_unchanged"] = {
             "seconds_p50": round(seconds, 3),
+            "cpu_seconds_p50": round(cpu_seconds, 3),
+            "cpu_share_of_first_crawl": round(cpu_seconds / first_cpu, 4),
             "runs": len(again),
             "not_modified": again[-1]["not_modified"],
             "share_of_first_crawl": round(seconds / figures["first_crawl"]["seconds"], 4),
@@ -263,10 +271,10 @@ def markdown(figures: dict[str, Any]) -> str:
         f"| fetch only (crawler, no indexing), {figures['pages']} pages | {figures['fetch_only_s']:.2f} s "
         f"({figures['fetch_only_pages_per_s']:.0f} pages/s) | |",
         f"| first crawl: crawl and index {first['pages_indexed']} pages ({first['chunks']} chunks) | "
-        f"{first['seconds']:.1f} s, **{first['pages_per_s']:.1f} pages/s** | |",
+        f"{first['seconds']:.1f} s, **{first['pages_per_s']:.1f} pages/s** (CPU {first['cpu_seconds']:.1f} s) | |",
         f"| re-crawl of the unchanged site (p50 of {again['runs']}; {again['not_modified']} answers 304) | "
-        f"{again['seconds_p50']:.2f} s = **{again['share_of_first_crawl']:.1%}** of the first | < 10 %: "
-        f"{again['result']} |",
+        f"{again['seconds_p50']:.2f} s = **{again['share_of_first_crawl']:.1%}** of the first (CPU "
+        f"{again['cpu_seconds_p50']:.2f} s = {again['cpu_share_of_first_crawl']:.1%}) | < 10 %: {again['result']} |",
     ]
     if "recrawl_unconditional" in figures:
         full = figures["recrawl_unconditional"]
