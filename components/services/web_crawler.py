@@ -288,6 +288,9 @@ class _CrawlRun:
             try:
                 if not self.stop.is_set():
                     await self._visit(item)
+            except Exception as error:  # one page's defect (a URL httpx cannot send, ...) never ends the crawl
+                logger.warning("Crawling %s failed: %s: %s", item.url, type(error).__name__, error)
+                await self._emit(CrawlEvent("refused", item.key, item.depth, reason=f"{type(error).__name__}: {error}"))
             finally:
                 self.frontier.task_done()
 
@@ -325,14 +328,13 @@ class _CrawlRun:
             return
         self.requested += 1
         deadline = settings.timeout_s * 4
-        key = item.key
+        key = item.key  # the page asked for; a redirect to another page moves item.key on
         try:
             async with asyncio.timeout(deadline):
                 await self._fetch(item, deadline)
         except TimeoutError:
-            await self._emit(
-                CrawlEvent("failed", key, item.depth, reason=f"no complete answer within {deadline:g} s (timed out)")
-            )
+            reason = f"no complete answer within {deadline:g} s (timed out)"
+            await self._emit(CrawlEvent("failed", item.key, item.depth, reason=reason))
         except _Refused as refused:
             outcome = "failed" if refused.transient else "refused"
             await self._emit(
@@ -369,7 +371,7 @@ class _CrawlRun:
                                 CrawlEvent("refused", key, item.depth, reason=f"redirects to {target_key}",
                                            status=status)
                             )  # fmt: skip
-                            key = target_key
+                            item.key = key = target_key
                         chain.append(target)
                         url = target
                         continue
@@ -380,6 +382,8 @@ class _CrawlRun:
                 raise _Refused(reason, transient=True, key=key) from None
             except httpx.TransportError as error:
                 raise _Refused(f"{type(error).__name__}: {error or 'no answer'}", transient=True, key=key) from None
+            except (httpx.HTTPError, httpx.InvalidURL) as error:  # a body that does not decode, a URL httpx refuses
+                raise _Refused(f"{type(error).__name__}: {error}", key=key) from None
         raise _Refused(f"more than {MAX_REDIRECTS} redirects", key=key)
 
     def _redirect_target(self, response: httpx.Response, url: str, key: str, chain: list[str]) -> str:
@@ -486,7 +490,7 @@ class _CrawlRun:
         if host not in self.addresses:
             try:
                 infos = await asyncio.get_running_loop().getaddrinfo(host, url_port(url), type=socket.SOCK_STREAM)
-            except OSError as error:
+            except (OSError, UnicodeError) as error:
                 raise _Refused(f"cannot resolve {host}: {error}", transient=True, key=key) from None
             private = [info[4][0] for info in infos if is_private_address(str(info[4][0]))]
             self.addresses[host] = private[0] if private else None

@@ -137,7 +137,7 @@ class TestWebCrawler:
 
     def test_bad_pages_are_skipped_with_reasons_and_the_crawl_goes_on(self, sites):
         site, _ = sites
-        links = ["/endless", "/slow", "/drip", "/image", "/huge", "/file", "/private", "/ok"]
+        links = ["/endless", "/slow", "/drip", "/image", "/huge", "/file", "/private", "/gzip", "/ok"]
         site.pages.update(
             {
                 "/": Page.html("Home.", links=[*links, "file:///etc/passwd", "http://10.0.0.1/admin"]),
@@ -146,6 +146,7 @@ class TestWebCrawler:
                 "/drip": Page.html("x" * 400, drip_s=0.02),
                 "/image": Page(body=b"\x89PNG\r\n\x1a\n", content_type="image/png"),
                 "/huge": Page.html("y" * 300_000),
+                "/gzip": Page(body=b"this is not gzip", headers={"Content-Encoding": "gzip"}),
                 "/ok": Page.html("Fine."),
             }
         )
@@ -158,6 +159,7 @@ class TestWebCrawler:
         assert refused[site.url("/huge")].endswith("is over max_page_bytes (100000); not downloaded")
         assert refused[site.url("/image")] == "Content-Type image/png is not a type the indexer reads"
         assert refused[site.url("/file")] == "HTTP 404: the page is gone"
+        assert refused[site.url("/gzip")].startswith("DecodingError: ")
         assert refused["file:///etc/passwd"] == "scheme 'file' is not crawled (only http and https)"
         assert refused["http://10.0.0.1/admin"] == "10.0.0.1 is a private address outside allowed_domains"
         assert failed[site.url("/slow")].startswith("timed out: no answer within 0.5 s")
