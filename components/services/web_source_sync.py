@@ -52,7 +52,7 @@ from components.stores.sync_state import SyncState, WebPage
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH_PAGES = 32
+DEFAULT_BATCH_PAGES = 64
 # Crawls in a row that may miss a page before it leaves the index (docs/contract.md, "Sources").
 MISSED_CRAWLS_LIMIT = 2
 # The report lists at most this many skipped URLs (an external link on every page would list the web).

@@ -195,7 +195,7 @@ def register_crawl(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     )  # fmt: skip
     parser.add_argument("urls", nargs="*", metavar="URL", help="start URLs (default: RAG_CRAWL_START_URLS)")
     parser.add_argument("--full", action="store_true", help="request every page unconditionally")
-    parser.add_argument("--batch-files", type=int, default=32, help="pages per pipeline run (default: 32)")
+    parser.add_argument("--batch-files", type=int, default=64, help="pages per pipeline run (default: 64)")
     for option, dest, variable in CRAWL_OPTIONS:
         parser.add_argument(option, dest=dest, help=f"default: {variable}")
     parser.set_defaults(func=_crawl, forwarded_argv=_crawl_argv)
