@@ -83,9 +83,7 @@ class DomainAllowlistFilter:
         :param documents: Retrieved chunks, in rank order.
         :returns: ``documents``: the allowed ones, order kept; ``excluded``: how many were dropped.
         """
-        if not self._allowlist:
-            return {"documents": documents, "excluded": 0}
-        kept = [document for document in documents if self.allows(document)]
+        kept = [document for document in documents if self.allows(document)] if self._allowlist else documents
         excluded = len(documents) - len(kept)
         if excluded and not self._warned:
             self._warned = True  # once per process: the index holds what the list excludes until it is removed
