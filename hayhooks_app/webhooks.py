@@ -275,6 +275,11 @@ async def _queue_once(
     return JSONResponse({"job_id": job_id, "status": "queued", "source": source}, status_code=202)
 
 
+def running_source_jobs() -> SourceJobs | None:
+    """The sync jobs of the serving process (``None`` without sources or outside a server)."""
+    return _current["jobs"]
+
+
 def _source_jobs(container: Any) -> SourceJobs | None:
     """The sync jobs of ``SOURCEBOUND_SOURCES`` over the container's request service, or ``None`` without sources."""
     declared = declared_sources()
