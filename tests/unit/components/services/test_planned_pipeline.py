@@ -437,6 +437,6 @@ class TestPlannedPipelineOnTheYamlPipelines:
         ):
             service.rag(body)
             service.search(body)
-        expected = {"selector", "similarity", "guard", "limiter", "dedup", "budgeter", "citations", "results",
-                    "sentence_embedder"}  # fmt: skip
+        expected = {"selector", "similarity", "guard", "domain_allowlist", "limiter", "dedup", "budgeter", "citations",
+                    "results", "sentence_embedder"}  # fmt: skip
         assert expected <= set(checked)
