@@ -257,8 +257,6 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
     stages = report.get("stages")
     if stages:
-        from bench.stage_profile import markdown as stage_markdown
-
         lines += ["## Where a request's time goes (bench/stage_profile.py)", "", stage_markdown(stages)]
     lines += ["## Targets", "", "| target | measured | verdict |", "|---|---:|---|"]
     for target in report["targets"].values():
@@ -294,3 +292,42 @@ def markdown(report: dict[str, Any]) -> str:
                 f"  CPU ms per request ({figures['cpu_breakdown_ms']['total']} in all): " + ", ".join(parts) + "."
             )
     return "\n".join(lines) + "\n"
+
+
+def stage_markdown(figures: dict[str, Any]) -> str:
+    """The stage profile's tables (``bench/stage_profile.py``) as Markdown."""
+    lines = [
+        f"Stage profile at {figures['size']:,} chunks ({figures['requests']} requests per endpoint, alternating, "
+        f"one client; load average {figures['load_start']} -> {figures['load_end']}). Floor: the bare query "
+        f"embedding, p50 {figures['tables']['floor_embed']['p50_ms']} ms, interleaved with the requests.",
+        "",
+    ]
+    threads = figures.get("thread_cpu_ms") or {}
+    if threads:
+        lines += [
+            "CPU ms by thread over the timed requests (the process's busiest): "
+            + ", ".join(f"{name} {ms}" for name, ms in list(threads.items())[:6])
+            + ".",
+            "",
+        ]
+    for path in ("/search/run", "/rag/run"):
+        table = figures["tables"].get(path)
+        if not table:
+            continue
+        client = table["client"]
+        lines += [
+            f"`{path}`: client p50 / p95 {client['p50_ms']} / {client['p95_ms']} ms = {table['p50_over_floor']}x / "
+            f"{table['p95_over_floor']}x the floor; server CPU {table['server_cpu_ms']} ms per request = "
+            f"{table['cpu_over_embedder_cpu']}x the embedder's CPU; server wall p50 {table['server_wall_p50_ms']} ms; "
+            f"{table['gil_held_cpu_ms']} ms of the CPU holds the interpreter, so concurrent clients on 2 cores can get "
+            f"at most {table['concurrency_bound']}x one client's throughput.",
+            "",
+            "| stage | CPU ms / request | share of server CPU | wall p50 ms |",
+            "|---|---:|---:|---:|",
+        ]
+        for row in table["stages"]:
+            wall = "-" if row["wall_p50_ms"] is None else f"{row['wall_p50_ms']:.3f}"
+            share = "-" if row["share_pct"] is None else f"{row['share_pct']:.1f} %"
+            lines.append(f"| {row['stage']} | {row['cpu_ms']:.3f} | {share} | {wall} |")
+        lines.append("")
+    return "\n".join(lines)
