@@ -85,8 +85,8 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-# The serving stack, named rather than left to uvicorn's "auto" (which falls back to asyncio and h11, several times
-# slower per request, when a wheel is missing): uvloop's event loop and httptools' HTTP parser. Responses of the
+# The serving stack, named rather than left to uvicorn's "auto" (which falls back to the slower asyncio and h11 when
+# a wheel is missing): uvloop's event loop and httptools' HTTP parser. Responses of the
 # wrappers' routes are serialised by pydantic-core straight to JSON bytes (FastAPI's dump_json path).
 SERVER_LOOP = "uvloop"
 SERVER_HTTP = "httptools"
