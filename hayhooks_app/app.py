@@ -128,6 +128,20 @@ def _check_deployed(app: FastAPI) -> None:
         )
 
 
+def _run_routes_first(app: FastAPI) -> None:
+    """
+    Put the wrappers' ``POST /{name}/run`` routes first. FastAPI tries routes in order, and Hayhooks adds these when it
+    deploys, after ~20 others (and the routers included in them); no other route shares their paths, so the order
+    changes nothing but how soon a request finds its route.
+    """
+    paths = {f"/{name}/run" for name in app.state.pipeline_registry.get_names()}
+    routes = app.router.routes
+    first = [route for route in routes if getattr(route, "path", None) in paths]
+    routes[:] = first + [route for route in routes if getattr(route, "path", None) not in paths]
+    if hasattr(app.router, "_mark_routes_changed"):
+        app.router._mark_routes_changed()
+
+
 async def _prune_periodically(container: ServiceContainer) -> None:
     settings = container.settings
     while True:
@@ -152,6 +166,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
         await run_in_threadpool(container.build)
         async with hayhooks_lifespan(app), mcp_app.router.lifespan_context(mcp_app):
             _check_deployed(app)
+            _run_routes_first(app)
             from hayhooks_app.bootstrap import bootstrap
 
             summary = await run_in_threadpool(bootstrap, container)

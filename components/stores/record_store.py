@@ -85,14 +85,27 @@ class QueryLogWriter:
     :param write: Inserts a batch of rows (one transaction); an exception keeps the batch and retries it.
     :param max_rows: Rows queued or being written at most; more are dropped and counted in :attr:`dropped`.
     :param batch_rows: Rows per insert at most.
+    :param gather_s: How long the writer waits, after a row arrives, for more rows to write in the same transaction
+        (a flush, a full batch or shutdown ends the wait). One row per transaction cost the writer ~0.5-1 ms of CPU
+        per request, on the cores and the interpreter lock the requests use (bench/README.md, "Stage profile").
     """
 
-    def __init__(self, write: Callable[[list[dict[str, Any]]], None], max_rows: int = 10_000, batch_rows: int = 1000):
+    def __init__(
+        self,
+        write: Callable[[list[dict[str, Any]]], None],
+        max_rows: int = 10_000,
+        batch_rows: int = 1000,
+        gather_s: float = 0.25,
+    ):
         if max_rows < 1 or batch_rows < 1:
             raise ValueError(f"{QUEUE_ROWS_ENV} and the batch size must be >= 1, got {max_rows} and {batch_rows}.")
+        if gather_s < 0:
+            raise ValueError(f"gather_s must be >= 0, got {gather_s}.")
         self._write = write
         self.max_rows = max_rows
         self.batch_rows = batch_rows
+        self.gather_s = gather_s
+        self._flushing = 0
         self._queue: deque[dict[str, Any]] = deque()
         self._in_flight = 0
         self._condition = threading.Condition()
@@ -127,6 +140,10 @@ class QueryLogWriter:
             with self._condition:
                 while not self._queue and not self._closing:
                     self._condition.wait()
+                if self.gather_s:
+                    self._condition.wait_for(
+                        lambda: self._closing or self._flushing or len(self._queue) >= self.batch_rows, self.gather_s
+                    )
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(self.batch_rows, len(self._queue)))]
@@ -153,7 +170,12 @@ class QueryLogWriter:
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every queued row is written; ``False`` if ``timeout`` passed first."""
         with self._condition:
-            return self._condition.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+            self._flushing += 1  # the writer stops gathering
+            self._condition.notify_all()
+            try:
+                return self._condition.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+            finally:
+                self._flushing -= 1
 
     def close(self, timeout: float = 30.0) -> None:
         """Write what is queued (for at most ``timeout`` seconds: the rest is counted as dropped), then stop."""

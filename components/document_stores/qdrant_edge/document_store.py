@@ -68,7 +68,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -97,6 +96,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from components.core.documents import evolve
 from components.core.text_normalization import normalize_text
 from components.document_stores.qdrant_edge.bm25 import build_bm25, require_content
 from components.document_stores.qdrant_edge.converters import (
@@ -835,7 +835,7 @@ class QdrantEdgeDocumentStore:
         documents = []
         for fused_id, score, sources in fused:
             document = record_to_document(by_id[fused_id], score=score)
-            documents.append(replace(document, meta={**document.meta, "retrieved_by": sources}))
+            documents.append(evolve(document, meta={**document.meta, "retrieved_by": sources}))
         return documents
 
     def _run_query(self, request: QueryRequest, limit: int) -> list[Document]:
