@@ -44,6 +44,7 @@ from components.core.errors import (
     ModelNotAllowedError,
     ModelUnavailableError,
     NotFoundError,
+    PermissionDeniedError,
     RAGServiceError,
     TokenBudgetExceededError,
 )
@@ -61,6 +62,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
     (LifecycleError, 422, "validation_error"),
     (InvalidRequestError, 422, "validation_error"),
     (NotFoundError, 404, "not_found"),
+    (PermissionDeniedError, 403, "forbidden"),
     (InsufficientStorageError, 507, "insufficient_storage"),
     (ContextError, 503, "context_unavailable"),
     (RAGServiceError, 503, "service_unavailable"),

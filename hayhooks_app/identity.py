@@ -175,3 +175,27 @@ def authorize_write(
     if public and "public" not in record.permissions:
         raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
     return record.key_id
+
+
+def authorize_admin(
+    mode: str, keys: ApiKeyStore | None, headers: Mapping[str, str] | None, tenant_id: str | None
+) -> tuple[str, ApiKeyRecord | None]:
+    """
+    Check an operator's request on a tenant (the console's routes: documents, keys, tag owners, knowledge gaps,
+    feedback). Trusted mode takes the tenant as given (the gateway decides); ``api_key`` mode needs a key with the
+    ``admin`` permission, and its tenant is the only tenant.
+
+    :param tenant_id: The tenant named by the request (optional with a key: the key's).
+    :returns: The tenant and the key record (``None`` in trusted mode).
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if mode == "trusted":
+        if not tenant_id:
+            raise validation_error("tenant_id: field required (trusted mode takes the tenant from the request)")
+        return tenant_id, None
+    record = authenticate(keys, headers)
+    if "admin" not in record.permissions:
+        raise forbidden("This API key lacks the 'admin' permission (the console's routes are for tenant admins).")
+    if tenant_id is not None and tenant_id != record.tenant_id:
+        raise forbidden(f"tenant_id '{tenant_id}' does not match the API key's tenant.")
+    return record.tenant_id, record
