@@ -531,12 +531,16 @@ class RecordStore:
         "Feedback and knowledge gaps"). Queued rows are written first.
         """
         self.flush()
-        statement = sa.text(
-            "SELECT * FROM query_log WHERE query_id = :query_id AND tenant_id = :tenant_id "
-            "AND ((user_id IS NULL AND :user_id IS NULL) OR user_id = :user_id) "
-            "AND ((key_id IS NULL AND :key_id IS NULL) OR key_id = :key_id) ORDER BY id LIMIT 1"
-        )
         params = {"query_id": query_id, "tenant_id": tenant_id, "user_id": user_id, "key_id": key_id}
+        # A missing user or key is IS NULL in the SQL itself: PostgreSQL cannot type a NULL parameter in a test.
+        same = " ".join(
+            f"AND {column} IS NULL" if params[column] is None else f"AND {column} = :{column}"
+            for column in ("user_id", "key_id")
+        )
+        statement = sa.text(
+            "SELECT * FROM query_log WHERE query_id = :query_id AND tenant_id = :tenant_id "  # noqa: S608 - constants
+            f"{same} ORDER BY id LIMIT 1"
+        )
         with self.database.connect() as connection:
             row = connection.execute(statement, params).mappings().first()
         return dict(row) if row is not None else None
