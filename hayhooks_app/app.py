@@ -129,20 +129,29 @@ def _check_deployed(app: FastAPI) -> None:
         )
 
 
-def _refresh_stale_documents(container: ServiceContainer) -> None:
-    """The ``rag_stale_documents`` gauge, from one vector-free scan of the store (docs/contract.md, "Feedback...")."""
-    metrics.set_stale_documents(stale_counts(container.store, container.stale_rule))
+async def _refresh_stale_documents(container: ServiceContainer) -> None:
+    """
+    The ``rag_stale_documents`` gauge from one scan of the store's chunk metadata (docs/contract.md, "Feedback and
+    knowledge gaps"); a failure is logged and the gauge keeps its last values.
+    """
+    try:
+        counts = await run_in_threadpool(stale_counts, container.store, container.stale_rule)
+    except Exception:
+        logger.exception("Counting stale documents failed.")
+        return
+    metrics.set_stale_documents(counts)
 
 
 async def _prune_periodically(container: ServiceContainer) -> None:
     settings = container.settings
+    await _refresh_stale_documents(container)  # here, not in start-up: a large store must not delay serving
     while True:
         await asyncio.sleep(settings.records_prune_interval_s)
+        await _refresh_stale_documents(container)
         try:
             removed = await run_in_threadpool(container.prune)
             if any(removed.values()):
                 logger.info("Pruned records past their retention: %s", removed)
-            await run_in_threadpool(_refresh_stale_documents, container)
             # Documents another replica deleted take their sentence vectors out of this one's cache too.
             vectors = await run_in_threadpool(prune_sentence_vectors, settings.data_dir, container.store)
             if vectors:
@@ -165,7 +174,6 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             if summary["corpus"] or summary["tags_loaded"]:
                 logger.info("First start: %s", summary)
             await run_in_threadpool(container.prune)
-            await run_in_threadpool(_refresh_stale_documents, container)
             return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)

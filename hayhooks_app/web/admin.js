@@ -139,7 +139,7 @@
 
   function describeIdentity() {
     let text;
-    if (state.mode === "api_key") text = state.key ? "admin key set" : "no key";
+    if (state.mode === "api_key") text = state.key ? "key set" : "no key";
     else text = state.tenant || "set tenant";
     $("identity-toggle").textContent = `Identity: ${text}`;
   }
