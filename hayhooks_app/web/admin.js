@@ -542,7 +542,7 @@
     for (const entry of result.feedback) {
       const tr = row([
         when(entry.created_at),
-        entry.rating === "up" ? "👍 up" : "👎 down",
+        entry.rating === "up" ? "up" : "down",
         entry.tag,
         entry.action,
         entry.comment,
