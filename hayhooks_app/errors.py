@@ -47,6 +47,7 @@ from components.core.errors import (
     PermissionDeniedError,
     RAGServiceError,
     TokenBudgetExceededError,
+    WriteForbiddenError,
 )
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
     (IndexingValidationError, 422, "validation_error"),
     (LifecycleError, 422, "validation_error"),
     (InvalidRequestError, 422, "validation_error"),
+    (WriteForbiddenError, 403, "forbidden"),
     (NotFoundError, 404, "not_found"),
     (PermissionDeniedError, 403, "forbidden"),
     (InsufficientStorageError, 507, "insufficient_storage"),

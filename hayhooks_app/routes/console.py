@@ -43,7 +43,7 @@ def console_routes(container: Any) -> APIRouter:
     settings = container.settings
 
     def admin(request: Request, tenant_id: str | None):
-        return authorize_admin(settings.auth_mode, container.keys, request.headers, tenant_id)
+        return authorize_admin(settings.auth_mode, container.credentials, request.headers, tenant_id)
 
     def keys_file():
         if settings.api_keys_file is None:

@@ -39,7 +39,7 @@ def feedback_routes(container: Any) -> APIRouter:
     @router.post("/feedback", summary="Rate one of your answers (up/down, optional comment)")
     async def give(request: Request, body: FeedbackBody) -> dict:
         identity = resolve_identity(
-            container.settings.auth_mode, container.keys, request.headers, tenant_id=body.tenant_id,
+            container.settings.auth_mode, container.credentials, request.headers, tenant_id=body.tenant_id,
             user_tags=None, user_id=body.user_id, require_tags=False,
         )  # fmt: skip
         give = raise_api_errors(container.feedback.give)

@@ -22,7 +22,7 @@ def insight_routes(container: Any) -> APIRouter:
     router = APIRouter(tags=["insights"])
 
     def admin(request: Request, tenant_id: str | None) -> tuple[str, Any]:
-        return authorize_admin(container.settings.auth_mode, container.keys, request.headers, tenant_id)
+        return authorize_admin(container.settings.auth_mode, container.credentials, request.headers, tenant_id)
 
     @router.get("/insights/gaps", summary="Knowledge gaps by tag, with the owner to ask (admin)")
     async def gaps(request: Request, tenant_id: str | None = Query(None, description="The tenant.")) -> dict:

@@ -432,6 +432,12 @@ class TestWebPageApiKeyMode:
         assert sent.value.headers["authorization"] == f"Bearer {key_server.key}"
         assert "07:30" in bubble.locator(".answer-text").inner_text()
         view.shot("answer-with-key")
+        # The thumbs send the same key, and the server accepts the rating as this key's own query.
+        with page.expect_request("**/feedback") as rated:
+            bubble.locator(".feedback").get_by_role("button", name="Helpful", exact=True).click()
+        assert rated.value.headers["authorization"] == f"Bearer {key_server.key}"
+        expect(bubble.locator(".feedback-status")).to_contain_text("Thanks", timeout=30_000)
+        assert bubble.locator(".feedback").get_attribute("data-sent") == "up"
 
         # A new browser session starts without the key.
         fresh = open_page("api-key-new-session", on="key_server")
