@@ -5,6 +5,7 @@ the dashboard queries is one the application serves, the DATS specification's me
 included.
 """
 
+import ipaddress
 import json
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hayhooks_app.browser_guard import AllowedHosts, host_name
 from hayhooks_app.metrics import Metrics
 
 REPO = Path(__file__).resolve().parents[3]
@@ -67,6 +69,17 @@ class TestPrometheus:
         assert SERVICES["app"]["expose"] == [str(discovery["port"])]
         assert prometheus["ports"] == ["127.0.0.1:9090:9090"]
         assert "prometheus_data" in COMPOSE["volumes"] and prometheus["healthcheck"]["retries"] >= 3
+
+    def test_the_app_allows_the_scrapes_host(self):
+        # A scrape's Host is the replica's address: the compose network's fixed range must be an allowed host.
+        subnet_setting = COMPOSE["networks"]["default"]["ipam"]["config"][0]["subnet"]
+        subnet = subnet_setting.removeprefix("${SOURCEBOUND_COMPOSE_SUBNET:-").removesuffix("}")
+        setting = SERVICES["app"]["environment"]["SOURCEBOUND_ALLOWED_HOSTS"]
+        value = setting.replace("${SOURCEBOUND_ALLOWED_HOSTS:-}", "").replace(subnet_setting, subnet)
+        hosts = AllowedHosts.from_setting(value, bind_host=SERVICES["app"]["environment"]["HAYHOOKS_HOST"])
+        replica = str(next(ipaddress.ip_network(subnet).hosts()) + 5)
+        assert hosts.allows(host_name(f"{replica}:1416"))
+        assert not hosts.allows(host_name("attacker.example")) and not hosts.any_host
 
 
 @pytest.mark.unit
