@@ -368,20 +368,12 @@
     return (await response.json()).result;
   }
 
-  // A thumb drawn as SVG (Material Icons' thumb_up path, Apache-2.0): no emoji font needed, nothing loaded.
-  const THUMB = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 " +
-    "7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
-
+  // The thumb is an SVG in the page's <template> (no emoji font needed, nothing loaded).
   function thumbButton(label, down) {
     const button = el("button", "secondary thumb");
-    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-    svg.setAttribute("viewBox", "0 0 24 24");
-    svg.setAttribute("aria-hidden", "true");
-    svg.setAttribute("class", down ? "thumb-icon down" : "thumb-icon");
-    const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-    path.setAttribute("d", THUMB);
-    svg.append(path);
-    button.append(svg, document.createTextNode(` ${label}`));
+    const icon = $("thumb-icon").content.firstElementChild.cloneNode(true);
+    if (down) icon.classList.add("down");
+    button.append(icon, document.createTextNode(` ${label}`));
     return button;
   }
 
