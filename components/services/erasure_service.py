@@ -3,10 +3,11 @@ Delete means gone (docs/contract.md "Deletion"): what deleting a tenant or a use
 place for the REST API (``/delete_tenant/run``), the CLI (``sourcebound delete``) and whatever else deletes.
 
 * tenant: its chunks, its query-log rows and index events (one ``delete_tenant`` tombstone with
-  counts stays), its tag owners, its API keys, and (given the data dir) its conversations and glossary;
+  counts stays), its feedback and kept questions, its tag owners, its API keys, and (given the data dir) its
+  conversations and glossary;
 * user: the user's private documents (``user`` and ``project`` scope owned by the user), the
-  user's query-log rows, the user keys bound to the user and (given the data dir) the user's
-  conversations (a ``delete_user`` tombstone with counts stays).
+  user's query-log rows, feedback and kept questions, the user keys bound to the user and (given the data dir)
+  the user's conversations (a ``delete_user`` tombstone with counts stays).
 
 Each returns a report of what it removed (``{"chunks": n, "query_log_rows": n, ...}``).
 
@@ -16,7 +17,7 @@ Usage:
 from components.services.erasure_service import erase_tenant
 
 report = erase_tenant(store, "acme", records=records, directory=directory, keys_file=keys_file)
-report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners': 4, 'api_keys': 2}
+report  # {'chunks': 134, 'tag_owners': 4, 'api_keys': 2, 'feedback': 3, 'kept_questions': 2, 'query_log_rows': 12, ...}
 ```
 """
 
@@ -26,7 +27,9 @@ from typing import Any
 from components.services import document_lifecycle
 from components.stores import key_store
 from components.stores.conversation_store import CONVERSATIONS_FILE, erase_conversations
+from components.stores.feedback_store import FeedbackStore
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.stores.kept_question_store import KeptQuestionStore
 from components.stores.record_store import RecordStore
 from components.stores.sentence_vector_cache import erase_sentence_vectors
 
@@ -52,7 +55,8 @@ def erase_tenant(
     :param key_id: The key that asked (kept in the tombstone).
     :param data_dir: The data dir holding ``conversations.sqlite`` and ``glossary.sqlite``, or ``None``.
     :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``,
-        ``api_keys`` (and with ``data_dir`` ``conversations``, ``glossary``, ``sentence_vectors``).
+        ``api_keys``, ``feedback``, ``kept_questions`` (and with ``data_dir`` ``conversations``, ``glossary``,
+        ``sentence_vectors``).
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
@@ -62,6 +66,8 @@ def erase_tenant(
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
         report["sentence_vectors"] = erase_sentence_vectors(data_dir, tenant_id)
+    report["feedback"] = FeedbackStore(records.database).erase_tenant(tenant_id)
+    report["kept_questions"] = KeptQuestionStore(records.database).erase_tenant(tenant_id)
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
     return report
 
@@ -79,8 +85,8 @@ def erase_user(
     Remove a user's private documents, query-log rows, user keys and (with ``data_dir``) conversations, in one
     tenant or (``None``) in all.
 
-    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys`` (and with ``data_dir`` ``conversations``,
-        ``sentence_vectors``).
+    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys``, ``feedback``, ``kept_questions`` (and with
+        ``data_dir`` ``conversations``, ``sentence_vectors``).
     :raises LifecycleError: If ``user_id`` is blank.
     """
     # The user's documents are known only before they are deleted: their sentence vectors go with them.
@@ -106,5 +112,7 @@ def erase_user(
     report["api_keys"] = keys
     if data_dir is not None:
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id, user_id)
+    report["feedback"] = FeedbackStore(records.database).erase_user(user_id, tenant_id)
+    report["kept_questions"] = KeptQuestionStore(records.database).erase_user(user_id, tenant_id)
     report.update(records.erase_user(user_id, tenant_id, counts=report))
     return report
