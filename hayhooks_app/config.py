@@ -24,6 +24,7 @@ from pathlib import Path
 # ConfigError is the settings' error wherever they are read (components.runtime.environment parses them).
 from components.runtime.environment import ConfigError as ConfigError
 from components.runtime.environment import env_bool, env_choice, env_int
+from components.runtime.rag_settings import check_rag_settings, p95_search_budget_ms
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +86,14 @@ class Settings:
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
+    :param default_tenant: Trusted mode: the tenant of a specification route's request that names none
+        (``SOURCEBOUND_DEFAULT_TENANT``; docs/api.md, "Specification routes").
+    :param default_tags: Trusted mode: the tags of such a request, and of the documents it writes
+        (``SOURCEBOUND_DEFAULT_TAGS``).
+    :param publish_events: Publish ``embedding.completed`` / ``embedding.invalidated`` to the events exchange
+        through the outbox in the data dir (``SOURCEBOUND_EVENTS_PUBLISH``; docs/events.md, "Published events").
+    :param search_budget_ms: The search latency budget (``RAG_P95_SEARCH_MS``): slower searches are counted
+        (``rag_search_over_budget_total``) and logged; ``None``: no budget.
     """
 
     data_dir: Path
@@ -102,10 +111,15 @@ class Settings:
     bootstrap_corpus: bool = True
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
+    default_tenant: str | None = None
+    default_tags: tuple[str, ...] = ()
+    search_budget_ms: float | None = None
+    publish_events: bool = False
 
     @classmethod
     def from_env(cls) -> "Settings":
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
+        check_rag_settings()  # the specifications' RAG_* settings: honoured or refused at start-up
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
         return cls(
@@ -126,6 +140,14 @@ class Settings:
                 os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
             ),
             limits=Limits.from_env(),
+            default_tenant=os.environ.get("SOURCEBOUND_DEFAULT_TENANT", "").strip() or None,
+            default_tags=tuple(
+                dict.fromkeys(
+                    tag.strip() for tag in os.environ.get("SOURCEBOUND_DEFAULT_TAGS", "").split(",") if tag.strip()
+                )
+            ),
+            search_budget_ms=p95_search_budget_ms(),
+            publish_events=env_bool("SOURCEBOUND_EVENTS_PUBLISH", False),
         )
 
     @property

@@ -13,6 +13,7 @@ wrapper, route, the chat and MCP endpoints and the event consumer.
 | ``conversations`` | server-side conversations | ``components.services.conversation_service`` |
 | ``requests`` | search, answer, enrich, index changes with records and metrics | ``...services.request_service`` |
 | ``health`` | ``GET /health`` | ``components.services.health_check`` |
+| ``outbox`` | events to publish (``None`` unless ``SOURCEBOUND_EVENTS_PUBLISH``) | ``components.stores.event_outbox`` |
 
 Nothing here decides anything: access control is resolved by the HTTP layer (``hayhooks_app.identity``) and
 passed to ``requests`` as an ``Identity``; what a request records is the request service's.
@@ -39,6 +40,7 @@ from components.services.health_check import HealthCheck
 from components.services.pipeline_loader import load_pipeline
 from components.services.pipeline_parts import find_document_store, find_tag_directory
 from components.services.request_service import RequestService
+from components.stores.event_outbox import OUTBOX_FILE, EventOutbox
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.key_store import ApiKeyStore
 from components.stores.record_store import RecordStore
@@ -72,9 +74,13 @@ class ServiceContainer:
         self._records: RecordStore | None = None
         self._keys: ApiKeyStore | None = None
         self._conversations: ConversationService | None = None
+        self._outbox: EventOutbox | None = None
         self.started_at = time.time()
         self.requests = RequestService(
-            self, data_dir=settings.data_dir, keys_file=settings.api_keys_file, observer=MetricsObserver(metrics)
+            self,
+            data_dir=settings.data_dir,
+            keys_file=settings.api_keys_file,
+            observer=MetricsObserver(metrics, search_budget_ms=settings.search_budget_ms),
         )
         self.health = HealthCheck(
             self,
@@ -188,6 +194,13 @@ class ServiceContainer:
         """The per-tenant glossaries the pipelines' query expander reads (``components.stores.glossary_store``)."""
         return GlossaryStore(self.settings.data_dir / GLOSSARY_FILE)
 
+    @property
+    def outbox(self) -> EventOutbox | None:
+        """The event outbox when events are published (``SOURCEBOUND_EVENTS_PUBLISH``), else ``None``."""
+        if not self.settings.publish_events:
+            return None
+        return self._once("_outbox", lambda: EventOutbox(self.settings.data_dir / OUTBOX_FILE))
+
     def tag_directory(self) -> Any | None:
         """The tag-owner directory the RAG pipeline's router reads, or ``None``."""
         return find_tag_directory(self.pipeline("rag"))
@@ -202,7 +215,7 @@ class ServiceContainer:
             import_data_dir(self.settings.data_dir)
         for kind in PIPELINE_KINDS:
             self.pipeline(kind)
-        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
+        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys, self.outbox
         metrics.track_index_size(self.store.count_documents)
         metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
         self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
@@ -213,6 +226,8 @@ class ServiceContainer:
             self._records.close()
         if self._conversations is not None:
             self._conversations.close()
+        if self._outbox is not None:
+            self._outbox.close()
 
 
 _container: ServiceContainer | None = None

@@ -175,3 +175,91 @@ def authorize_write(
     if public and "public" not in record.permissions:
         raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
     return record.key_id
+
+
+def _trusted_defaults_hint() -> str:
+    return (
+        "trusted mode takes the identity from the request; send tenant_id and user_tags, or set "
+        "SOURCEBOUND_DEFAULT_TENANT and SOURCEBOUND_DEFAULT_TAGS for clients that send none"
+    )
+
+
+def resolve_spec_identity(
+    settings,
+    keys: ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_id: str | None,
+    user_tags: list[str] | None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+) -> Identity:
+    """
+    The identity of a read on a specification route (docs/api.md, "Specification routes"): as
+    :func:`resolve_identity`, except that in trusted mode the configured defaults (``SOURCEBOUND_DEFAULT_TENANT``,
+    ``SOURCEBOUND_DEFAULT_TAGS``) stand in for a tenant or tags the request does not name; a client written to a
+    specification sends neither. In ``api_key`` mode the key decides, exactly as on every other route.
+
+    :param settings: The application settings (``auth_mode``, ``default_tenant``, ``default_tags``).
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if settings.auth_mode == "trusted":
+        tenant_id = tenant_id or settings.default_tenant
+        user_tags = user_tags or (list(settings.default_tags) or None)
+        if not tenant_id:
+            raise validation_error(f"tenant_id: field required ({_trusted_defaults_hint()})")
+        if not user_tags:
+            raise validation_error(f"user_tags: at least one tag is required ({_trusted_defaults_hint()})")
+    return resolve_identity(
+        settings.auth_mode,
+        keys,
+        headers,
+        tenant_id=tenant_id,
+        user_tags=user_tags,
+        user_id=user_id,
+        project_id=project_id,
+    )
+
+
+def resolve_spec_writer(
+    settings,
+    keys: ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_id: str | None,
+    tags: list[str] | None = None,
+    need_tags: bool = True,
+    user_ids: set[str] | None = None,
+    public: bool = False,
+) -> tuple[str, tuple[str, ...], str | None]:
+    """
+    Who writes on a specification route, and with which tenant and tags: trusted mode takes them from the request,
+    else the configured defaults; ``api_key`` mode from the request within the key's grants, else the key's own
+    tenant and tags (documents a key writes are visible to that key). The write is then checked like every write
+    (:func:`authorize_write`).
+
+    :param need_tags: Whether the write needs tags (indexing does; invalidation does not).
+    :returns: ``(tenant_id, tags, key_id)``; ``key_id`` is ``None`` in trusted mode.
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if settings.auth_mode == "trusted":
+        tenant = tenant_id or settings.default_tenant
+        chosen = tuple(tags or settings.default_tags)
+        if not tenant:
+            raise validation_error(f"tenant_id: field required ({_trusted_defaults_hint()})")
+        if need_tags and not chosen:
+            raise validation_error(f"tags: at least one tag is required ({_trusted_defaults_hint()})")
+        return tenant, chosen, None
+    record = authenticate(keys, headers)
+    tenant = tenant_id or record.tenant_id
+    chosen = tuple(tags) if tags else tuple(record.tags)
+    key_id = authorize_write(
+        settings.auth_mode,
+        keys,
+        headers,
+        tenant_ids={tenant},
+        tags=set(chosen) if need_tags else None,
+        user_ids=user_ids,
+        public=public,
+    )
+    return tenant, chosen, key_id

@@ -47,8 +47,12 @@ class TestParseEvent:
     def test_artifact_tainted_invalidates_with_the_cascade(self):
         data = {"tenant_id": "acme", "artifact_id": "a-1", "artifact_ids": ["a-2", "a-1"], "cascade_id": "c-9"}
         command = parse_event("artifact.tainted", _body(data), TENANTS)
-        assert command.kind == "invalidate" and command.document_ids == ["a-1", "a-2"]
+        # Found by artifact id, whatever their document_id: the command carries the artifact ids.
+        assert command.kind == "invalidate_artifacts" and command.document_ids == ["a-1", "a-2"]
         assert command.arguments == {"reason": "upstream_taint", "cascade_id": "c-9"}
+        # Artifact ids are not document ids: another system's ids (slashes, underscores) are accepted.
+        wide = parse_event("artifact.tainted", _body({"tenant_id": "acme", "artifact_id": "runs/7_out"}), TENANTS)
+        assert wide.document_ids == ["runs/7_out"]
         assert _poison("artifact.tainted", _body({"tenant_id": "acme"})).reason == "invalid"
 
     def test_delete_invalidate_and_flags(self):
