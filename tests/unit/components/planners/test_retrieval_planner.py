@@ -21,7 +21,7 @@ class TestRetrievalPlanner:
         }
 
     def test_run_raw_candidates_widen_only_the_fetch(self):
-        # RAG_TOP_K_RAW: at least that many are fetched and re-scored; the candidates kept and the context are unchanged.
+        # RAG_TOP_K_RAW: at least that many are fetched and re-scored; the candidates and context stay.
         assert RetrievalPlanner(raw_candidates=50).run(max_context_chunks=4) == {
             "fetch_top_k": 55,
             "candidate_top_k": 12,
