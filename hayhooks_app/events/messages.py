@@ -59,7 +59,11 @@ class UpsertData(IndexDocumentIn):
 
 
 class TaskValidatedData(IndexDocumentIn):
-    """``task.validated``: a validated task output, indexed as the document ``artifact_id`` (unless given)."""
+    """
+    ``task.validated``: a validated task output, indexed as the document ``artifact_id`` (unless given), and
+    ``verified`` unless its meta says otherwise: the QA service approved it, as ``POST /api/v1/embed`` assumes of
+    the outputs DATS embeds (docs/api.md, "DATS RAG API").
+    """
 
     artifact_id: DocumentId = Field(description="The artifact; the document_id when none is given.")
 
@@ -67,7 +71,10 @@ class TaskValidatedData(IndexDocumentIn):
     def _artifact_is_the_document(self) -> "TaskValidatedData":
         if self.document_id is None:
             self.document_id = self.artifact_id
-        self.meta = {**(self.meta or {}), "artifact_id": self.artifact_id}
+        meta = dict(self.meta or {})
+        if meta.get("verified") is None:
+            meta["verified"] = True
+        self.meta = {**meta, "artifact_id": self.artifact_id}
         return self
 
 

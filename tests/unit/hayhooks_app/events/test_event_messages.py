@@ -41,7 +41,10 @@ class TestParseEvent:
         data = {"artifact_id": "art-1", "content": "Output.", "tenant_id": "acme", "tags": ["qa"]}
         command = parse_event("task.validated", _body(data), TENANTS)
         assert command.kind == "upsert" and command.document_ids == ["art-1"]
-        assert command.arguments["document_id"] == "art-1" and command.arguments["meta"] == {"artifact_id": "art-1"}
+        assert command.arguments["document_id"] == "art-1" and command.arguments["meta"] == {
+            "verified": True,
+            "artifact_id": "art-1",
+        }
         assert "artifact_id" not in command.arguments
 
     def test_artifact_tainted_invalidates_with_the_cascade(self):
