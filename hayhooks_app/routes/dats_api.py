@@ -29,7 +29,7 @@ from components.core.document_identity import document_id_for
 from hayhooks_app.errors import ApiError, validation_error
 from hayhooks_app.identity import resolve_spec_identity, resolve_spec_writer
 from hayhooks_app.routes.spec_support import build_document, call, split_metadata
-from hayhooks_app.schemas import LIMITS, Identifier, MetaValue, ShortText, StrictModel, UserTags
+from hayhooks_app.schemas import LIMITS, Identifier, MetaValue, ShortText, StrictModel, UserTags, register_request_model
 from hayhooks_app.webhooks import queue_status
 
 CascadeId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
@@ -169,6 +169,12 @@ class BatchInvalidateRequest(StrictModel):
     tenant_id: Identifier | None = Field(None, description="Ours: the tenant (trusted mode; else the key's).")
 
     model_config = {"json_schema_extra": {"examples": [BATCH_EXAMPLE]}}
+
+
+# The request guard checks these bodies strictly before the routes run, as every JSON route's.
+register_request_model("/api/v1/query", QueryRequest)
+register_request_model("/api/v1/embed", EmbedRequest)
+register_request_model("/api/v1/embeddings/batch-invalidate", BatchInvalidateRequest)
 
 
 def _source(result: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from components.services.pipeline_parts import find_component
 from hayhooks_app.errors import validation_error
 from hayhooks_app.identity import resolve_spec_identity
 from hayhooks_app.routes.spec_support import call
-from hayhooks_app.schemas import Identifier, StrictModel, UserTags
+from hayhooks_app.schemas import Identifier, StrictModel, UserTags, register_request_model
 
 SEARCH_RESPONSE_EXAMPLE = {
     "query": "How do I submit a timesheet?",
@@ -79,6 +79,10 @@ class ChatRequest(StrictModel):
         if not value.strip() or any(ord(char) < 32 and char not in "\t\n\r" for char in value):
             raise ValueError("must be non-blank text without control characters")
         return value
+
+
+# The request guard checks these bodies strictly before the routes run, as every JSON route's.
+register_request_model("/chat", ChatRequest)
 
 
 def _tags(values: list[str] | None) -> list[str] | None:

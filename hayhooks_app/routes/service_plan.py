@@ -34,6 +34,7 @@ from hayhooks_app.schemas import (
     SearchFiltersBody,
     StrictModel,
     UserTags,
+    register_request_model,
 )
 
 MODES = {
@@ -142,6 +143,11 @@ class PlanIngestRequest(StrictModel):
         if not value.strip():
             raise ValueError("must not be empty or whitespace only")
         return value
+
+
+# The request guard checks these bodies strictly before the routes run, as every JSON route's.
+register_request_model("/rag/query", PlanQueryRequest)
+register_request_model("/rag/ingest", PlanIngestRequest)
 
 
 def _check_scope(scope: str | None, identity: Identity) -> None:
