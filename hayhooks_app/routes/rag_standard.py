@@ -86,8 +86,11 @@ register_request_model("/chat", ChatRequest)
 
 
 def _tags(values: list[str] | None) -> list[str] | None:
-    """Tags from repeated or comma-separated query parameters."""
-    tags = [tag.strip() for value in values or [] for tag in value.split(",") if tag.strip()]
+    """
+    Tags from repeated or comma-separated query parameters, taken exactly as sent (no trimming: ``" hr"`` is not
+    ``"hr"``, as in a JSON body).
+    """
+    tags = [tag for value in values or [] for tag in value.split(",") if tag]
     return list(dict.fromkeys(tags)) or None
 
 
