@@ -620,9 +620,10 @@ def test_specification_routes_show_no_invisible_document(server, corpus):
         body = response.json()
         check_ids([hit["document_id"] for hit in body["results"]], allowed_search, identity, "/search")
         check_canaries(_unechoed(body), allowed_search, identity)
+        # POST /chat has no filters field: its requests get the defaults.
         response = http.post("/chat", json={"question": query, **identity})
         assert response.status_code == 200, response.text[:500]
-        body = _unechoed(response.json())
+        body, allowed = _unechoed(response.json()), corpus.visible_to(identity, None)
         check_answer(body["answer"], {**body, "citations": body["sources"]}, allowed, identity)
         check_ids([source_id.rsplit(":", 1)[0] for source_id in body["citations"]], allowed, identity, "/chat")
         counts["/chat"] += bool(body["citations"])
