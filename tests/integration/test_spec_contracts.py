@@ -92,7 +92,7 @@ def _bearer(key: str) -> dict[str, str]:
 
 
 def _run_spec_integration_test(base_url: str, headers: dict[str, str] | None = None) -> None:
-    module = importlib.import_module("support.spec_clients.dats_integration_test")
+    module = importlib.import_module("support.spec_clients.dats_integration")
 
     async def run() -> None:
         async with httpx.AsyncClient(base_url=base_url, headers=headers or {}, timeout=60) as client:
