@@ -199,7 +199,7 @@ def dats_routes(container: Any) -> APIRouter:
     @router.post("/query", summary="Query for relevant context", responses=_example(QUERY_RESPONSE_EXAMPLE))
     async def query(request: Request, body: Annotated[QueryRequest, Body(examples=[QUERY_EXAMPLE])]) -> dict:
         identity = resolve_spec_identity(
-            settings, container.keys, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
+            settings, container.credentials, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
             user_id=body.user_id, project_id=body.project_id,
         )  # fmt: skip
         options = body.filters or QueryFilters()
@@ -232,15 +232,17 @@ def dats_routes(container: Any) -> APIRouter:
             )
         if "verified" not in meta or meta["verified"] is None:
             meta["verified"] = True  # DATS embeds approved outputs (docs/api.md, "DATS RAG API")
-        tenant_id, tags, key_id = resolve_spec_writer(
-            settings, container.keys, request.headers, tenant_id=fields.get("tenant_id"), tags=fields.get("tags"),
-            user_ids={fields["user_id"]} if fields.get("user_id") else None, public=fields.get("scope") == "public",
-        )  # fmt: skip
+        tenant_id, tags, writer = resolve_spec_writer(
+            settings, container.credentials, request.headers, tenant_id=fields.get("tenant_id"), tags=fields.get("tags")
+        )
         prefix = "public-" if fields.get("scope") == "public" else ""
         fields = {**fields, "tenant_id": tenant_id, "tags": list(tags)}
         fields.setdefault("document_id", document_id_for(artifact_id, prefix))
         document = build_document(body.content, fields, meta)
-        result = await call(container.requests.index_documents, [document], key_id=key_id)
+        # As on POST /index/run: the document as written first, then the documents it would replace
+        # (docs/contract.md, "Write rule").
+        writer.check_documents([document])
+        result = await call(container.requests.index_documents, [document], key_id=writer.key_id, writer=writer.rule)
         entry = result["documents"][0]
         if entry.get("status") not in {"indexed", "unchanged"}:
             raise validation_error(f"metadata: {entry.get('error') or 'the document was not indexed'}")
@@ -268,12 +270,13 @@ def dats_routes(container: Any) -> APIRouter:
     ) -> dict:
         if not artifact_id.strip() or any(ord(char) < 32 for char in artifact_id):
             raise validation_error("artifact_id: must be non-blank text without control characters")
-        tenant, _, key_id = resolve_spec_writer(
-            settings, container.keys, request.headers, tenant_id=tenant_id, need_tags=False
+        tenant, _, writer = resolve_spec_writer(
+            settings, container.credentials, request.headers, tenant_id=tenant_id, need_tags=False
         )
+        # Documents the caller may not write read as absent (docs/contract.md, "Write rule").
         outcome = await call(
             container.requests.invalidate_artifacts, tenant, [artifact_id], reason=reason or "invalidated",
-            key_id=key_id, publish_empty=False,
+            key_id=writer.key_id, publish_empty=False, writer=writer.rule,
         )  # fmt: skip
         if not outcome["invalidated"]:
             # The same answer whether the artifact never existed or belongs to another tenant (no oracle).
@@ -293,12 +296,12 @@ def dats_routes(container: Any) -> APIRouter:
     async def batch_invalidate(
         request: Request, body: Annotated[BatchInvalidateRequest, Body(examples=[BATCH_EXAMPLE])]
     ) -> dict:
-        tenant, _, key_id = resolve_spec_writer(
-            settings, container.keys, request.headers, tenant_id=body.tenant_id, need_tags=False
+        tenant, _, writer = resolve_spec_writer(
+            settings, container.credentials, request.headers, tenant_id=body.tenant_id, need_tags=False
         )
         outcome = await call(
             container.requests.invalidate_artifacts, tenant, body.artifact_ids, reason=body.reason or "upstream_taint",
-            cascade_id=body.cascade_id, key_id=key_id,
+            cascade_id=body.cascade_id, key_id=writer.key_id, writer=writer.rule,
         )  # fmt: skip
         return {
             "invalidated": outcome["invalidated"],

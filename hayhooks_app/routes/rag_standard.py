@@ -124,7 +124,7 @@ def standard_routes(container: Any) -> APIRouter:
             if value is not None and (not value.strip() or any(ord(char) < 32 for char in value)):
                 raise validation_error(f"{name}: must be non-blank text without control characters")
         identity = resolve_spec_identity(
-            settings, container.keys, request.headers, tenant_id=tenant_id, user_tags=_tags(user_tags),
+            settings, container.credentials, request.headers, tenant_id=tenant_id, user_tags=_tags(user_tags),
             user_id=user_id, project_id=project_id,
         )  # fmt: skip
         wanted = k if k is not None else default_k()
@@ -157,7 +157,7 @@ def standard_routes(container: Any) -> APIRouter:
     @router.post("/chat", summary="A grounded, cited answer (RAG Standard)", responses=_example(CHAT_RESPONSE_EXAMPLE))
     async def chat(request: Request, body: Annotated[ChatRequest, Body(examples=[CHAT_EXAMPLE])]) -> dict:
         identity = resolve_spec_identity(
-            settings, container.keys, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
+            settings, container.credentials, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
             user_id=body.user_id, project_id=body.project_id,
         )  # fmt: skip
         question = {"query": body.question, "scope": body.scope, "max_context_chunks": body.max_context_chunks}

@@ -24,7 +24,7 @@ from pydantic import Field, StringConstraints, field_validator
 from components.core.document_identity import document_id_for, source_type_for_path
 from components.core.requester import Identity
 from hayhooks_app.errors import validation_error
-from hayhooks_app.identity import resolve_spec_identity, resolve_spec_writer
+from hayhooks_app.identity import WriteAuthority, resolve_spec_identity, resolve_spec_writer
 from hayhooks_app.routes.spec_support import build_document, call, split_metadata
 from hayhooks_app.schemas import (
     LIMITS,
@@ -165,7 +165,7 @@ def plan_routes(container: Any) -> APIRouter:
 
     def identify(request: Request, body: Any) -> Identity:
         return resolve_spec_identity(
-            settings, container.keys, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
+            settings, container.credentials, request.headers, tenant_id=body.tenant_id, user_tags=body.user_tags,
             user_id=body.user_id, project_id=body.project_id,
         )  # fmt: skip
 
@@ -199,20 +199,24 @@ def plan_routes(container: Any) -> APIRouter:
     async def ingest(request: Request, body: Annotated[PlanIngestRequest, Body(examples=[INGEST_EXAMPLE])]) -> dict:
         fields, meta = split_metadata(body.metadata)
         scope = fields.get("scope", "tenant")
-        tenant_id, tags, key_id = resolve_spec_writer(
-            settings, container.keys, request.headers, tenant_id=fields.get("tenant_id"), tags=fields.get("tags"),
-            user_ids={fields["user_id"]} if fields.get("user_id") else None, public=scope == "public",
-        )  # fmt: skip
+        tenant_id, tags, writer = resolve_spec_writer(
+            settings, container.credentials, request.headers, tenant_id=fields.get("tenant_id"), tags=fields.get("tags")
+        )
         fields = {**fields, "tenant_id": tenant_id, "tags": list(tags)}
         fields.setdefault("document_id", document_id_for(body.source_id, "public-" if scope == "public" else ""))
         fields.setdefault("document_name", PurePosixPath(body.source_id).name or body.source_id)
         meta = {**meta, "source_id": body.source_id, "source_kind": body.source_type}
         document = build_document(body.content, fields, meta)
+        # As on POST /index/run: the document as written first, then the documents it would replace
+        # (docs/contract.md, "Write rule").
+        writer.check_documents([document])
         source_type = source_type_for_path(body.source_id)
         if source_type in STRUCTURED_TEXT_TYPES:
-            result = await call(_index_as_file, container, document, source_type, key_id)
+            result = await call(_index_as_file, container, document, source_type, writer)
         else:
-            result = await call(container.requests.index_documents, [document], key_id=key_id)
+            result = await call(
+                container.requests.index_documents, [document], key_id=writer.key_id, writer=writer.rule
+            )
         entry = result["documents"][0]
         if entry.get("status") not in {"indexed", "unchanged"}:
             raise validation_error(f"{body.source_id}: {entry.get('error') or 'the source was not indexed'}")
@@ -228,11 +232,12 @@ def plan_routes(container: Any) -> APIRouter:
     return router
 
 
-def _index_as_file(container: Any, document: dict[str, Any], source_type: str, key_id: str | None) -> dict:
+def _index_as_file(container: Any, document: dict[str, Any], source_type: str, writer: WriteAuthority) -> dict:
     """Index a structured text (Markdown, YAML, HTML) through its converter, as an upload of that file would be."""
     from haystack.dataclasses import ByteStream
 
     meta = {key: value for key, value in document.items() if key not in {"content", "meta"}}
     meta.update(document.get("meta") or {})
     meta["source_type"] = source_type
-    return container.requests.index_streams([ByteStream(data=document["content"].encode("utf-8"), meta=meta)], key_id)
+    stream = ByteStream(data=document["content"].encode("utf-8"), meta=meta)
+    return container.requests.index_streams([stream], key_id=writer.key_id, writer=writer.rule)

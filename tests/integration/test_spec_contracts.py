@@ -433,6 +433,40 @@ class TestRagStandard:
         error_of(keyed.client.get("/search", params={"q": "x", "tenant_id": "dats"}, headers=foreign), 403)
 
 
+def test_the_standard_routes_pass_the_answer_time_allowlist(tmp_path):
+    """
+    ``GET /search`` and ``POST /chat`` go through the domain allowlist like ``/search/run``: a page indexed before
+    ``RAG_ALLOWLIST_DOMAINS`` was tightened is never a result, a citation or an entry of ``citation_map``.
+    """
+    data_dir = tmp_path / "data"
+    env = {"SOURCEBOUND_BOOTSTRAP_CORPUS": "false", "SOURCEBOUND_DEFAULT_TENANT": "dats",
+           "SOURCEBOUND_DEFAULT_TAGS": "all"}  # fmt: skip
+    mirror = {
+        "content": "To submit a timesheet on the mirror, open Timesheet, fill in the week and click Submit.",
+        "document_id": "mirror-submit-timesheet", "document_name": "Mirror: Submit Timesheet",
+        "source_uri": "https://mirror.example.org/submit-timesheet", "tenant_id": "dats", "tags": ["all"],
+    }  # fmt: skip
+    question = {"question": "How do I submit a timesheet?"}
+
+    def urls(server) -> tuple[set[str], set[str]]:
+        search = server.client.get("/search", params={"q": "submit a timesheet", "k": 10}).json()
+        chat = server.client.post("/chat", json=question).json()
+        cited = {entry["url"] for entry in chat["citation_map"].values() if entry["url"]}
+        cited |= {source[key] for source in chat["sources"] for key in ("url", "source_uri") if source.get(key)}
+        return {hit["url"] for hit in search["results"]}, cited
+
+    with ApiServer(data_dir, env=env) as server:
+        _index(server, "dats", ["all"])
+        response = server.client.post("/index/run", json={"documents": [mirror]})
+        assert response.status_code == 200, response.text
+        found, _ = urls(server)
+        assert mirror["source_uri"] in found  # reachable before the list is tightened
+    with ApiServer(data_dir, env={**env, "RAG_ALLOWLIST_DOMAINS": "help.clockify.me"}) as server:
+        found, cited = urls(server)
+        assert found and cited, (found, cited)
+        assert all(url.startswith("https://help.clockify.me/") for url in found | cited), (found, cited)
+
+
 # ---------------------------------------------------------------------- OpenAPI
 
 

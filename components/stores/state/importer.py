@@ -40,7 +40,7 @@ STORE_FILES = {
         "conversations.sqlite",
         ("rag_conversations", "rag_conversation_messages", "rag_conversation_summaries"),
     ),
-    "sources": ("sources.sqlite", ("source_state", "source_files", "deliveries", "jobs")),
+    "sources": ("sources.sqlite", ("source_state", "source_files", "web_pages", "deliveries", "jobs")),
     "outbox": ("event_outbox.sqlite", ("event_outbox",)),
 }
 _BATCH_ROWS = 1000

@@ -150,9 +150,10 @@ class TestSpecificationIdentity:
         assert caught.value.status_code == 401
 
     def test_writers(self, keys_file, alice_key):
-        assert resolve_spec_writer(_settings(tenant="dats", tags=["all"]), None, {}, tenant_id=None) == (
-            "dats", ("all",), None
-        )  # fmt: skip
+        tenant, tags, trusted = resolve_spec_writer(_settings(tenant="dats", tags=["all"]), None, {}, tenant_id=None)
+        # Trusted mode names no caller: the tenant's full authority, as POST /index/run naming none.
+        assert (tenant, tags, trusted.key_id) == ("dats", ("all",), None)
+        assert trusted.rule.unlimited and trusted.rule.tenant_ids == ("dats",)
         with pytest.raises(ApiError, match="tags"):
             resolve_spec_writer(_settings(tenant="dats"), None, {}, tenant_id=None)
         assert resolve_spec_writer(_settings(tenant="dats"), None, {}, tenant_id=None, need_tags=False)[0] == "dats"
@@ -163,13 +164,16 @@ class TestSpecificationIdentity:
         writer, _ = key_store.register_key(
             keys_file, tenant_id="acme", tags=["hr", "eng"], permissions=["read", "write"]
         )
-        assert resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id=None)[:2] == (
-            "acme",
-            ("hr", "eng"),
-        )
+        tenant, tags, authority = resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id=None)
+        assert (tenant, tags) == ("acme", ("hr", "eng"))
+        assert authority.key_id.startswith("key-") and not authority.rule.unlimited
         with pytest.raises(ApiError) as caught:
             resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id="globex")
         assert caught.value.status_code == 403
+        # Tags outside the key are the write rule's to refuse, worded for the key (WriteAuthority.check_documents).
+        _, tags, authority = resolve_spec_writer(
+            _settings("api_key"), keys, _bearer(writer), tenant_id=None, tags=["fin"]
+        )
         with pytest.raises(ApiError) as caught:
-            resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id=None, tags=["fin"])
-        assert caught.value.status_code == 403
+            authority.check_documents([{"tenant_id": "acme", "tags": list(tags)}])
+        assert caught.value.status_code == 403 and "fin" in caught.value.message

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support.indexing_support import stored_chunk
 
+from components.core.access_rule import WriteRule
 from components.core.errors import InvalidRequestError, ModelNotAllowedError
 from components.core.requester import Identity
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
@@ -232,7 +233,7 @@ class Indexing:
     def __init__(self, statuses: dict[str, str]) -> None:
         self.statuses = statuses
 
-    def index_texts(self, documents):
+    def index_texts(self, documents, writer=None):
         entries = [
             {"document_id": d["document_id"], "tenant_id": d["tenant_id"], "status": self.statuses[d["document_id"]],
              "chunks": 2 if self.statuses[d["document_id"]] == "indexed" else 0, "tokens": 9}
@@ -275,6 +276,17 @@ class TestRequestServiceArtifacts:
         assert row["routing_key"] == body["type"] == "embedding.invalidated" and row["event_id"] == body["event_id"]
         assert body["data"]["artifact_ids"] == ["art/1", "art-3"] and body["data"]["cascade_id"] == "c-7"
         assert body["data"]["chunks_removed"] == 3 and row["tenant_id"] == "acme"
+
+    def test_invalidate_artifacts_changes_only_what_the_writer_may_write(self, artifacts, resources, tmp_path):
+        requests = service(resources, tmp_path)
+        # docs/contract.md, "Write rule": an artifact whose documents the caller may not write reads as not found.
+        finance = WriteRule(tenant_ids=("acme",), tags=("finance",))
+        refused = requests.invalidate_artifacts("acme", ["art/1"], publish_empty=False, writer=finance)
+        assert (refused["invalidated"], refused["chunks_removed"], refused["not_found"]) == (0, 0, ["art/1"])
+        assert len(artifacts.filter_documents()) == 7
+        hr = WriteRule(tenant_ids=("acme",), tags=("hr",))
+        allowed = requests.invalidate_artifacts("acme", ["art/1"], writer=hr)
+        assert (allowed["invalidated"], allowed["chunks_removed"], allowed["document_ids"]) == (1, 3, ["doc-x"])
 
     def test_an_empty_invalidation_publishes_only_when_asked(self, artifacts, resources, tmp_path):
         requests = service(resources, tmp_path)
