@@ -4,8 +4,9 @@ The Hayhooks application: Hayhooks' FastAPI app with our PipelineWrappers, plus 
 
 Hayhooks deploys the wrappers in ``hayhooks_app/pipelines/`` (one folder each: ``index``,
 ``search``, ``rag``, ``enrich``, ``invalidate``, ``delete_tenant``, ``flags``) at start-up, sequentially,
-as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``, the ``enrich``
-wrapper also ``POST /rag/enrich``.
+as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``. The specifications'
+contracts (the DATS ``/api/v1/*``, the plan's ``/rag/query``, ``/rag/enrich``, ``/rag/ingest``, the RAG Standard's
+``GET /search`` and ``POST /chat``) are route modules in ``hayhooks_app/routes/`` over the same services.
 Every wrapper shares one ``ServiceContainer`` (one set of pipelines loaded from YAML, one
 store, one records database).
 
@@ -55,6 +56,7 @@ from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.container import ServiceContainer, configure
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.events.outbox_relay import start_relay
 from hayhooks_app.events.routed_questions import publish_routed_questions
 from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
@@ -65,10 +67,13 @@ from hayhooks_app.oidc.provider import IdentityProviderUnavailable
 from hayhooks_app.routes.auth import auth_routes
 from hayhooks_app.routes.console import console_routes
 from hayhooks_app.routes.conversations import conversation_routes
+from hayhooks_app.routes.dats_api import dats_routes
 from hayhooks_app.routes.feedback import feedback_routes
 from hayhooks_app.routes.glossary import glossary_routes
 from hayhooks_app.routes.insights import insight_routes
-from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
+from hayhooks_app.routes.rag_standard import standard_routes
+from hayhooks_app.routes.service_plan import plan_routes
+from hayhooks_app.schemas import IndexResult, UploadForm
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 from hayhooks_app.webhooks import install_sources, queue_status
 
@@ -197,6 +202,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
             routed = publish_routed_questions(container)  # SOURCEBOUND_EVENTS_URL (docs/events.md)
+            relay = start_relay(container)  # SOURCEBOUND_EVENTS_PUBLISH: the outbox to the broker
             admin.publish()  # the CLI now finds this server (hayhooks_app.cli.server_link)
             try:
                 yield
@@ -208,6 +214,8 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
                 if routed is not None:
                     container.gaps.publish = None
                     await run_in_threadpool(routed.close)
+                if relay is not None:
+                    await run_in_threadpool(relay.stop)
         container.close()
         shutdown_tracing()
 
@@ -278,14 +286,6 @@ def _routes(container: ServiceContainer) -> APIRouter:
         writer.check_documents([form.stream_meta()])
         result = await _index_uploads(container, files, form, writer)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
-
-    @router.post("/rag/enrich", tags=["pipelines"], summary="Context for a message (alias of POST /enrich/run)")
-    async def rag_enrich(request: Request, body: EnrichRequestBody) -> dict:
-        # The specification's name for the enrich route: the same wrapper, identity and filter as /enrich/run.
-        wrapper = request.app.state.pipeline_registry.get("enrich")
-        fields = body.model_dump(exclude_none=True)
-        result = await run_in_threadpool(lambda: wrapper.run_api(headers=request.headers, **fields))
-        return {"result": result}
 
     @router.get("/v1/models", tags=["openai"], summary="Models served for chat completions")
     @router.get("/models", tags=["openai"], include_in_schema=False)
@@ -446,6 +446,10 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(feedback_routes(container))
     app.include_router(insight_routes(container))
     app.include_router(console_routes(container))
+    # The specifications' own contracts (docs/api.md, "Specification routes"): thin routes over the same services.
+    app.include_router(dats_routes(container))
+    app.include_router(plan_routes(container))
+    app.include_router(standard_routes(container))
     admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
     app.include_router(admin_router(container, admin, build_parser))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).

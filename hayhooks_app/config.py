@@ -24,6 +24,7 @@ from pathlib import Path
 # ConfigError is the settings' error wherever they are read (components.runtime.environment parses them).
 from components.runtime.environment import ConfigError as ConfigError
 from components.runtime.environment import env_bool, env_choice, env_int
+from components.runtime.rag_settings import check_rag_settings, p95_search_budget_ms
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 from hayhooks_app.browser_guard import ALLOWED_HOSTS_ENV, AllowedHosts
 from hayhooks_app.oidc.settings import OidcSettings
@@ -120,6 +121,14 @@ class Settings:
     :param metrics_max_tenants: Distinct ``tenant`` label values of the quality metrics; later tenants count as
         ``other`` (bounded cardinality).
     :param metrics_max_tags: Distinct ``tag`` label values of the quality metrics; later tags count as ``other``.
+    :param default_tenant: Trusted mode: the tenant of a specification route's request that names none
+        (``SOURCEBOUND_DEFAULT_TENANT``; docs/api.md, "Specification routes").
+    :param default_tags: Trusted mode: the tags of such a request, and of the documents it writes
+        (``SOURCEBOUND_DEFAULT_TAGS``).
+    :param publish_events: Publish ``embedding.completed`` / ``embedding.invalidated`` to the events exchange
+        through the outbox in the data dir (``SOURCEBOUND_EVENTS_PUBLISH``; docs/events.md, "Published events").
+    :param search_budget_ms: The search latency budget (``RAG_P95_SEARCH_MS``): slower searches are counted
+        (``rag_search_over_budget_total``) and logged; ``None``: no budget.
     :param allowed_hosts: The host names served besides loopback and the bind address
         (``SOURCEBOUND_ALLOWED_HOSTS``; docs/operations.md, "Hosts and browsers").
     """
@@ -145,6 +154,10 @@ class Settings:
     stale_source_dirs: tuple[Path, ...] = (DEFAULT_SAMPLE_CORPUS,)
     metrics_max_tenants: int = 20
     metrics_max_tags: int = 50
+    default_tenant: str | None = None
+    default_tags: tuple[str, ...] = ()
+    search_budget_ms: float | None = None
+    publish_events: bool = False
     oidc: OidcSettings | None = None
     allowed_hosts: AllowedHosts | None = None
 
@@ -157,6 +170,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> "Settings":
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
+        check_rag_settings()  # the specifications' RAG_* settings: honoured or refused at start-up
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
         sample_corpus_dir = Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS)
@@ -188,6 +202,14 @@ class Settings:
             stale_source_dirs=_stale_source_dirs(sample_corpus_dir),
             metrics_max_tenants=env_int("SOURCEBOUND_METRICS_MAX_TENANTS", 20, 0),
             metrics_max_tags=env_int("SOURCEBOUND_METRICS_MAX_TAGS", 50, 0),
+            default_tenant=os.environ.get("SOURCEBOUND_DEFAULT_TENANT", "").strip() or None,
+            default_tags=tuple(
+                dict.fromkeys(
+                    tag.strip() for tag in os.environ.get("SOURCEBOUND_DEFAULT_TAGS", "").split(",") if tag.strip()
+                )
+            ),
+            search_budget_ms=p95_search_budget_ms(),
+            publish_events=env_bool("SOURCEBOUND_EVENTS_PUBLISH", False),
             oidc=OidcSettings.from_env() if "oidc" in auth_methods(auth_mode) else None,
             allowed_hosts=allowed_hosts,
         )

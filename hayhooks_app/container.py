@@ -15,6 +15,7 @@ wrapper, route, the chat and MCP endpoints and the event consumer.
 | ``requests`` | search, answer, enrich, index changes with records and metrics | ``...services.request_service`` |
 | ``gaps``, ``feedback`` | knowledge gaps (kept questions, routed events), feedback | ``...services.knowledge_gaps`` |
 | ``health`` | ``GET /health`` | ``components.services.health_check`` |
+| ``outbox`` | events to publish (``None`` unless ``SOURCEBOUND_EVENTS_PUBLISH``) | ``components.stores.event_outbox`` |
 
 Nothing here decides anything: access control is resolved by the HTTP layer (``hayhooks_app.identity``) and
 passed to ``requests`` as an ``Identity``; what a request records is the request service's.
@@ -45,6 +46,7 @@ from components.services.knowledge_gaps import GapSettings, KnowledgeGaps
 from components.services.pipeline_loader import load_pipeline
 from components.services.pipeline_parts import find_component, find_document_store, find_tag_directory
 from components.services.request_service import RequestService
+from components.stores.event_outbox import OUTBOX_FILE, EventOutbox
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.key_store import ApiKeyStore
 from components.stores.record_store import RecordStore
@@ -82,8 +84,9 @@ class ServiceContainer:
         self._keys: ApiKeyStore | None = None
         self._credentials: Credentials | None = None
         self._conversations: ConversationService | None = None
+        self._outbox: EventOutbox | None = None
         self.started_at = time.time()
-        observer = MetricsObserver(metrics)
+        observer = MetricsObserver(metrics, search_budget_ms=settings.search_budget_ms)
         metrics.bound_labels(settings.metrics_max_tenants, settings.metrics_max_tags)
         self.stale_rule = StaleRule(settings.stale_after_days, settings.stale_source_dirs)
         gap_settings = GapSettings(
@@ -227,6 +230,13 @@ class ServiceContainer:
         """The per-tenant glossaries the pipelines' query expander reads (``components.stores.glossary_store``)."""
         return GlossaryStore(self.settings.data_dir / GLOSSARY_FILE)
 
+    @property
+    def outbox(self) -> EventOutbox | None:
+        """The event outbox when events are published (``SOURCEBOUND_EVENTS_PUBLISH``), else ``None``."""
+        if not self.settings.publish_events:
+            return None
+        return self._once("_outbox", lambda: EventOutbox(self.settings.data_dir / OUTBOX_FILE))
+
     def tag_directory(self) -> Any | None:
         """The tag-owner directory the RAG pipeline's router reads, or ``None``."""
         return find_tag_directory(self.pipeline("rag"))
@@ -248,7 +258,7 @@ class ServiceContainer:
             import_data_dir(self.settings.data_dir)
         for kind in PIPELINE_KINDS:
             self.pipeline(kind)
-        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
+        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys, self.outbox
         metrics.track_index_size(self.store.count_documents)
         metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
         self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
@@ -269,6 +279,8 @@ class ServiceContainer:
             self._records.close()
         if self._conversations is not None:
             self._conversations.close()
+        if self._outbox is not None:
+            self._outbox.close()
 
 
 _container: ServiceContainer | None = None

@@ -36,8 +36,10 @@ their names, later ones count as ``other`` (at most 21 x 51 x 4 answer series). 
 as a label only when it is a short slug (``[a-z0-9_-]{1,32}``), otherwise it is counted as ``other``.
 """
 
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST as PROMETHEUS_CONTENT_TYPE
@@ -46,6 +48,8 @@ from prometheus_client.process_collector import ProcessCollector
 
 from components.services.request_observer import RequestObserver
 from hayhooks_app.errors import map_exception
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PROMETHEUS_CONTENT_TYPE", "Metrics", "MetricsObserver", "metrics"]
 
@@ -130,6 +134,9 @@ class Metrics:
             "rag_tenant_chunks_removed", "Chunks removed by tenant deletes.", registry=r
         )
         self.flag_updates = Counter("rag_flag_updates", "Documents whose flags changed.", ["flag"], registry=r)
+        self.search_over_budget = Counter(
+            "rag_search_over_budget", "Searches slower than the latency budget (RAG_P95_SEARCH_MS).", registry=r
+        )
         self.index_size = Gauge("rag_index_size_total", "Points (chunks) in the store.", registry=r)
         self.query_log_dropped = Gauge(
             "rag_query_log_dropped_rows", "Query-log rows dropped since start (queue full).", registry=r
@@ -188,10 +195,15 @@ class MetricsObserver(RequestObserver):
     names a failure's outcome by its HTTP error type (``hayhooks_app.errors``).
 
     :param target: The metrics to count into.
+    :param search_budget_ms: The search latency budget (``RAG_P95_SEARCH_MS``): a slower search is counted in
+        ``rag_search_over_budget_total`` and logged (at most one warning a minute); ``None``: no budget.
     """
 
-    def __init__(self, target: Metrics) -> None:
+    def __init__(self, target: Metrics, search_budget_ms: float | None = None) -> None:
         self.target = target
+        self.search_budget_ms = search_budget_ms
+        self._over_budget_since_warning = 0
+        self._last_warning = float("-inf")
 
     def outcome(self, error: BaseException) -> str:
         mapped = map_exception(error)
@@ -209,6 +221,20 @@ class MetricsObserver(RequestObserver):
         self.target.queries.labels(endpoint, "ok").inc()
         if action:
             self.target.answers.labels(action).inc()
+        if endpoint == "search" and self.search_budget_ms is not None and latency_s * 1000 > self.search_budget_ms:
+            self._over_budget(latency_s * 1000)
+
+    def _over_budget(self, latency_ms: float) -> None:
+        self.target.search_over_budget.inc()
+        self._over_budget_since_warning += 1
+        now = time.monotonic()
+        if now - self._last_warning >= 60:
+            logger.warning(
+                "%d search(es) slower than the budget of %.0f ms (RAG_P95_SEARCH_MS) since the last warning; "
+                "the latest took %.0f ms.",
+                self._over_budget_since_warning, self.search_budget_ms, latency_ms,
+            )  # fmt: skip
+            self._last_warning, self._over_budget_since_warning = now, 0
 
     def documents_indexed(self, latency_s: float, chunks: int, statuses: dict[str, int]) -> None:
         self.target.embedding_latency.observe(latency_s)

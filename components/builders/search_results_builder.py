@@ -105,6 +105,8 @@ class SearchResultsBuilder:
             "tags": [tags] if isinstance(tags, str) else list(tags),
             "public": meta.get("scope") == "public",
             "language": meta.get("language") or None,
+            "artifact_id": _text_or_none(meta.get("artifact_id")),
+            "provenance_id": _text_or_none(meta.get("provenance_id")),
         }
 
     def context(self, documents: list[Document], max_tokens: int) -> tuple[str, int]:
@@ -165,3 +167,8 @@ class SearchResultsBuilder:
             }
         )
         return {"response": response.model_dump(mode="json")}
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A metadata id as given at indexing (strings only), else ``None``."""
+    return value if isinstance(value, str) and value else None

@@ -154,6 +154,22 @@ def derive_document_id(tenant_id: str, source: str) -> str:
     return f"doc-{digest[:20]}"
 
 
+def document_id_for(external_id: str, prefix: str = "") -> str:
+    """
+    The ``document_id`` of a document another system names (a DATS ``artifact_id``, a plan ``source_id``): the
+    id itself when it is a valid document id (with ``prefix``), else a readable slug of it and a hash of it, so
+    the same external id always names the same document (docs/api.md, "Specification routes").
+
+    :returns: A string matching ``[A-Za-z0-9-]+`` of at most ``MAX_DOCUMENT_ID_CHARS`` characters.
+    """
+    candidate = f"{prefix}{external_id}"
+    if document_id_problem(candidate) is None:
+        return candidate
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", external_id).strip("-")[:60].strip("-")
+    digest = hashlib.sha256(external_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{prefix}{slug}-{digest}" if slug else f"{prefix}id-{digest}"
+
+
 def document_id_problem(document_id: Any) -> str | None:
     """Why ``document_id`` is invalid, or ``None`` when it is valid."""
     if not isinstance(document_id, str) or not _DOCUMENT_ID_RE.match(document_id):

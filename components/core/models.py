@@ -116,6 +116,10 @@ class SearchFilters(BaseModel):
     language: str | None = Field(
         None, pattern=LANGUAGE_CODE_PATTERN, description="Only chunks in this language (ISO 639 code, e.g. 'de')."
     )
+    # Metadata filters (docs/contract.md, "Access rule"): only chunks whose field equals the value. Unlike the
+    # top-level project_id (who asks, for project-scoped documents), filters.project_id narrows by the chunk's project.
+    project_id: Identifier | None = Field(None, description="Only chunks whose project_id is this.")
+    domain: Identifier | None = Field(None, description="Only chunks whose domain is this.")
 
 
 class _Identity(BaseModel):
@@ -283,6 +287,9 @@ class SearchResult(BaseModel):
     public: bool = False
     # The chunk's language (ISO 639 code; given at indexing or detected), None when unknown.
     language: str | None = None
+    # The artifact and provenance ids the document was indexed with (meta), None when it had none.
+    artifact_id: str | None = None
+    provenance_id: str | None = None
 
 
 class SearchMetadata(BaseModel):
@@ -324,6 +331,8 @@ class EnrichRequest(_Identity):
 
     message: str = Field(max_length=MAX_QUERY_CHARS)
     top_k: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_CHUNKS)
+    # Narrows to one branch of the access rule, as on search and RAG; it can never widen.
+    scope: Literal["project", "user", "tenant", "public"] | None = None
 
     @field_validator("message")
     @classmethod

@@ -27,6 +27,7 @@ from typing import Any
 from components.services import document_lifecycle
 from components.stores import key_store
 from components.stores.conversation_store import CONVERSATIONS_FILE, erase_conversations
+from components.stores.event_outbox import erase_outbox_tenant
 from components.stores.feedback_store import FeedbackStore
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.kept_question_store import KeptQuestionStore
@@ -66,6 +67,9 @@ def erase_tenant(
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
         report["sentence_vectors"] = erase_sentence_vectors(data_dir, tenant_id)
+        published = erase_outbox_tenant(data_dir, tenant_id)
+        if published is not None:  # only where events are published (docs/events.md, "Published events")
+            report["published_events"] = published
     report["feedback"] = FeedbackStore(records.database).erase_tenant(tenant_id)
     report["kept_questions"] = KeptQuestionStore(records.database).erase_tenant(tenant_id)
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))

@@ -11,7 +11,9 @@ indexing and lifecycle services, whoever asks (the HTTP wrappers, chat, MCP, the
   answer's quality (cited, routed, declined, empty) goes to the observer and to the knowledge gaps
   (``components.services.knowledge_gaps``; docs/contract.md, "Feedback and knowledge gaps");
 * index changes (index, invalidate, flags, tenant delete) run under one write lock, so a re-index, an
-  invalidation and a flag update of the same document never interleave, and leave index events.
+  invalidation and a flag update of the same document never interleave, and leave index events;
+* with an event outbox (``resources.outbox``), an indexed artifact and an artifact invalidation add their
+  published events (``components.services.published_events``) once the change is in the store.
 
 Access control is not decided here: the caller passes an already resolved ``Identity`` (and, for writes, the
 key id it checked and its :class:`components.core.access_rule.WriteRule`, which the lifecycle and indexing
@@ -43,7 +45,7 @@ from pydantic import BaseModel
 from components.core.access_rule import WriteRule
 from components.core.requester import Identity, with_identity
 from components.core.span_tags import tag_span
-from components.services import document_lifecycle
+from components.services import document_lifecycle, published_events
 from components.services.erasure_service import erase_tenant
 from components.services.knowledge_gaps import KnowledgeGaps
 from components.services.query_service import CONTEXT_TAG
@@ -80,6 +82,9 @@ class RequestResources(Protocol):
     def conversations(self) -> Any: ...  # ConversationService
 
     def tag_directory(self) -> Any | None: ...  # TagDirectory or None
+
+    @property
+    def outbox(self) -> Any | None: ...  # EventOutbox, or None when no events are published
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -276,11 +281,19 @@ class RequestService:
             )
 
     def index_documents(
-        self, documents: list[dict[str, Any]], key_id: str | None = None, writer: WriteRule | None = None
+        self,
+        documents: list[dict[str, Any]],
+        key_id: str | None = None,
+        event_ids: list[str | None] | None = None,
+        writer: WriteRule | None = None,
     ) -> dict[str, Any]:
         """
-        Index JSON documents (``IndexingService.index_texts``).
+        Index JSON documents (``IndexingService.index_texts``). A document with ``meta.artifact_id`` that ends up in
+        the store (indexed, or unchanged) has its ``embedding.completed`` event added to the outbox, and its result
+        entry gains ``artifact_id`` and, when unchanged, the ``chunks`` it holds.
 
+        :param event_ids: Per document, the id of the consumed event that asked for it (``None``: an HTTP request),
+            from which the published event's id derives.
         :param writer: The caller's write rule (docs/contract.md, "Write rule"): every document written and every
             stored document it would replace must pass it, else nothing is written (``WriteForbiddenError``).
         """
@@ -288,7 +301,42 @@ class RequestService:
         with self.resources.write_lock:
             result = as_dict(self.resources.indexing.index_texts(documents, writer=writer))
         self._record_indexing(result, [d["tenant_id"] for d in documents], key_id, time.perf_counter() - started)
+        self._complete_artifacts(result, documents, event_ids)
         return result
+
+    def _complete_artifacts(
+        self, result: dict[str, Any], documents: list[dict[str, Any]], event_ids: list[str | None] | None
+    ) -> None:
+        """Mark the artifacts of an indexing result and add their ``embedding.completed`` events."""
+        sent = {(d.get("tenant_id"), d.get("document_id")): (d, position) for position, d in enumerate(documents)}
+        entries = result.get("documents", [])
+        rows = []
+        for position, entry in enumerate(entries):
+            given, index = sent.get((entry.get("tenant_id"), entry.get("document_id")), (None, position))
+            if given is None and len(entries) == len(documents):
+                given = documents[position]  # a derived document_id: the batch keeps its order
+            artifact_id = ((given or {}).get("meta") or {}).get("artifact_id")
+            if not isinstance(artifact_id, str) or entry.get("status") not in {"indexed", "unchanged"}:
+                continue
+            tenant_id, document_id = entry.get("tenant_id") or given.get("tenant_id"), entry.get("document_id")
+            changed = entry.get("status") == "indexed"
+            if not changed:
+                entry["chunks"] = document_lifecycle.document_chunks(self.resources.store, tenant_id, document_id)
+            entry["artifact_id"] = artifact_id
+            trigger = event_ids[index] if event_ids is not None and index < len(event_ids) else None
+            rows.append(
+                published_events.embedding_completed(
+                    tenant_id, artifact_id, document_id, chunks=int(entry.get("chunks") or 0), changed=changed,
+                    provenance_id=(given.get("meta") or {}).get("provenance_id"), trigger_event_id=trigger,
+                )
+            )  # fmt: skip
+        self._publish(rows)
+
+    def _publish(self, rows: list[dict[str, Any]]) -> None:
+        """Add events to the outbox (after the change is in the store); nothing when events are not published."""
+        outbox = getattr(self.resources, "outbox", None)
+        if outbox is not None and rows:
+            outbox.add(rows)
 
     def index_streams(
         self, streams: list[Any], key_id: str | None = None, writer: WriteRule | None = None
@@ -342,6 +390,41 @@ class RequestService:
             cascade_id=cascade_id, chunks=result["chunks_removed"], details={"invalidated": result["invalidated"]},
         )  # fmt: skip
         return result
+
+    def invalidate_artifacts(
+        self,
+        tenant_id: str,
+        artifact_ids: list[str],
+        reason: str | None = None,
+        cascade_id: str | None = None,
+        key_id: str | None = None,
+        event_id: str | None = None,
+        publish_empty: bool = True,
+        writer: WriteRule | None = None,
+    ) -> dict[str, Any]:
+        """
+        Remove the documents a tenant indexed with these artifact ids, whatever their ``document_id``
+        (``document_lifecycle.invalidate_artifacts``); records it and adds the ``embedding.invalidated`` event.
+
+        :param event_id: The id of the consumed event that asked for it (``None``: an HTTP request).
+        :param publish_empty: Publish the event even when no artifact was found (a cascade learns it is done).
+        :param writer: The caller's write rule: an artifact whose documents it may not change reads as not found.
+        """
+        with self.resources.write_lock:
+            outcome = document_lifecycle.invalidate_artifacts(
+                self.resources.store, tenant_id, artifact_ids, reason=reason, cascade_id=cascade_id, writer=writer
+            )
+        if outcome["document_ids"]:
+            erase_sentence_vectors(self.data_dir, tenant_id, outcome["document_ids"])
+        self.observer.documents_invalidated(reason, outcome["invalidated"], outcome["chunks_removed"])
+        self.resources.records.log_event(
+            "invalidate", tenant_id=tenant_id, key_id=key_id, document_ids=outcome["document_ids"], reason=reason,
+            cascade_id=cascade_id, chunks=outcome["chunks_removed"],
+            details={"artifact_ids": outcome["artifact_ids"], "invalidated": outcome["invalidated"]},
+        )  # fmt: skip
+        if outcome["invalidated"] or publish_empty:
+            self._publish([published_events.embedding_invalidated(tenant_id, outcome, event_id)])
+        return outcome
 
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
         """

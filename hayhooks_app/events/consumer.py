@@ -297,7 +297,10 @@ class EventConsumer:
             return outcomes
         if live[0].kind == "upsert":
             result = container.requests.index_documents(
-                [command.arguments for command in live], key_id=key_id, writer=writer
+                [command.arguments for command in live],
+                key_id=key_id,
+                event_ids=[command.event_id for command in live],
+                writer=writer,
             )
             by_document = {(entry.get("tenant_id"), entry.get("document_id")): entry for entry in result["documents"]}
             by_id = {entry.get("document_id"): entry for entry in result["documents"]}
@@ -326,6 +329,13 @@ class EventConsumer:
             result = container.requests.invalidate(
                 command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments
             )
+        elif command.kind == "invalidate_artifacts":
+            # Found by artifact id, whatever their document_id (docs/events.md); the published event's id derives
+            # from this one's, so a redelivery that applies again publishes the same event.
+            outcome = container.requests.invalidate_artifacts(
+                command.tenant_id, ids, key_id=key_id, event_id=command.event_id, writer=writer, **command.arguments
+            )
+            result = {key: outcome[key] for key in ("invalidated", "chunks_removed", "cascade_id", "document_ids")}
         else:
             result = container.requests.set_flags(
                 command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments

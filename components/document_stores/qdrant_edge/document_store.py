@@ -140,6 +140,9 @@ PAYLOAD_INDEXES: dict[str, Any] = {
     "meta.tainted": PayloadSchemaType.Bool,
     # The request's optional language narrowing (docs/contract.md, "Languages").
     "meta.language": PayloadSchemaType.Keyword,
+    # Artifact lookups (invalidation by artifact id) and the domain narrowing (docs/contract.md, "Access rule").
+    "meta.artifact_id": PayloadSchemaType.Keyword,
+    "meta.domain": PayloadSchemaType.Keyword,
     ACCESS_KEYS_PATH: PayloadSchemaType.Keyword,
 }
 

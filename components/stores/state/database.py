@@ -37,7 +37,7 @@ STATE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, sa.exc.SQLAlchemyErr
 
 # Each store's tables live in their own Alembic version chain (``alembic/versions/<store>``), so a store's
 # SQLite file holds only its tables and a shared database holds them all.
-STORES = ("keys", "tags", "records", "glossary", "conversations", "sources")
+STORES = ("keys", "tags", "records", "glossary", "conversations", "sources", "outbox")
 
 # SQLite settings per store, as the stores had them before the state layer (behaviour unchanged).
 _SQLITE_PRAGMAS = {
@@ -47,6 +47,8 @@ _SQLITE_PRAGMAS = {
     "glossary": (),
     "conversations": ("foreign_keys = ON", "secure_delete = ON", "journal_mode = WAL", "synchronous = NORMAL"),
     "sources": ("journal_mode = WAL",),
+    # Published events wait here until the broker confirms them: a committed row must survive a power loss.
+    "outbox": ("journal_mode = WAL", "synchronous = FULL", "secure_delete = ON"),
     "shared": ("foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL", "secure_delete = ON"),
 }
 

@@ -2,7 +2,8 @@
 Moving a data directory's SQLite files into a shared database (docs/operations.md "Replicas").
 
 When a replica starts with ``SOURCEBOUND_DATABASE_URL`` and finds the files an embedded install wrote
-(``tags.sqlite``, ``records.sqlite``, ``glossary.sqlite``, ``conversations.sqlite``, ``sources.sqlite``), each
+(``tags.sqlite``, ``records.sqlite``, ``glossary.sqlite``, ``conversations.sqlite``, ``sources.sqlite``,
+``event_outbox.sqlite``), each
 store's rows are copied into the shared database, ids included, in one transaction per store, and the file is
 renamed ``<name>.imported``, so data erased later is never brought back by a second import. A store whose tables
 already hold rows in the shared database is left alone (another replica imported first): its file stays, with a
@@ -48,6 +49,7 @@ STORE_FILES = {
         ("rag_conversations", "rag_conversation_messages", "rag_conversation_summaries"),
     ),
     "sources": ("sources.sqlite", ("source_state", "source_files", "web_pages", "deliveries", "jobs")),
+    "outbox": ("event_outbox.sqlite", ("event_outbox",)),
 }
 _BATCH_ROWS = 1000
 _IMPORT_LOCK_KEY = 0x5B0057A7F

@@ -95,3 +95,20 @@ class TestQualityMetrics:
         assert value(metrics, "rag_stale_documents", tenant="other", reason="not_reindexed") == 3
         metrics.set_stale_documents({"acme": {"not_reindexed": 0}})
         assert value(metrics, "rag_stale_documents", tenant="other", reason="not_reindexed") is None
+
+    def test_searches_over_the_budget_are_counted_and_logged_once_a_minute(self, caplog):
+        metrics = Metrics()
+        observer = MetricsObserver(metrics, search_budget_ms=300)
+        with caplog.at_level("WARNING", logger="hayhooks_app.metrics"):
+            observer.query_answered("search", "hybrid", 0.25, 5, 40)  # within
+            observer.query_answered("search", "hybrid", 0.45, 5, 40)
+            observer.query_answered("search", "vector", 0.50, 5, 40)
+            observer.query_answered("rag", "hybrid", 2.0, 5, 40)  # answers are not searches
+        assert value(metrics, "rag_search_over_budget_total") == 2
+        assert [record.message for record in caplog.records if "RAG_P95_SEARCH_MS" in record.message] == [
+            "1 search(es) slower than the budget of 300 ms (RAG_P95_SEARCH_MS) since the last warning; the latest "
+            "took 450 ms."
+        ]
+        unbudgeted = Metrics()
+        MetricsObserver(unbudgeted).query_answered("search", "hybrid", 9.0, 5, 40)
+        assert value(unbudgeted, "rag_search_over_budget_total") == 0
