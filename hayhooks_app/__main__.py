@@ -42,6 +42,11 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    # Query text, conversations and documents: nobody else on the machine reads the data dir, including files
+    # created later by SQLite, Qdrant Edge or git (docs/operations.md, "Running the service").
+    from components.runtime.data_dir import secure_data_dir
+
+    secure_data_dir(settings.data_dir)
     threads = resolve_threads(None)
     # Haystack's per-component input copies were half of a /search request's CPU (bench/README.md, "Profile").
     install_fast_input_copy()

@@ -86,6 +86,11 @@ def erased(tmp_path_factory):
         "SOURCEBOUND_PURGE_AFTER_SECONDS": "0",
         "SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS": "1",
     }
+    # An existing data dir as an earlier version left it: readable by everyone on the machine.
+    (data_dir / "old").mkdir(parents=True)
+    (data_dir / "old" / "notes.txt").write_text("left by an earlier version")
+    for entry in (data_dir, data_dir / "old", data_dir / "old" / "notes.txt"):
+        entry.chmod(0o755 if entry.is_dir() else 0o644)
     server = ApiServer(data_dir, env=env)
     server.log_path = root / "server.log"  # the harness's log is no file of the data directory
     with server:
@@ -167,3 +172,18 @@ class TestErasureOnDisk:
         names = {path.name for path in erased.data_dir.iterdir()}
         assert not any(name.endswith(".compacting") for name in names), names
         assert not (erased.data_dir / "qdrant" / "deleted_points.json").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+class TestDataDirIsPrivate:
+    def test_every_entry_is_private_to_the_owner(self, erased):
+        # Tightened at start-up, and what SQLite, Qdrant Edge and git created later is private too.
+        entries = [erased.data_dir, *erased.data_dir.rglob("*")]
+        loose = {str(path): oct(path.lstat().st_mode & 0o777) for path in entries if path.lstat().st_mode & 0o077}
+        assert loose == {}
+        assert (erased.data_dir.stat().st_mode & 0o777) == 0o700
+        assert (erased.data_dir / "old" / "notes.txt").stat().st_mode & 0o777 == 0o600
+        kinds = {path.suffix for path in entries if path.is_file()}
+        assert {".sqlite", ".json"} <= kinds  # SQLite files and the shard's own files were checked
+        assert any("segments" in path.parts for path in entries)
