@@ -646,9 +646,8 @@ def restore_backup(
     """
     backup = Path(backup).absolute()
     data_dir = Path(data_dir).absolute()
-    manifest = verify_backup(backup, key, allow_unauthenticated)
-    check_compatible(manifest, embedding)
-    store_path = str((manifest.get("store") or {}).get("path") or "qdrant")
+    # Where the target stands is checked first (cheap, and the fix an operator needs first); then the backup.
+    store_path = str((read_manifest(backup).get("store") or {}).get("path") or "qdrant")
     if data_dir.exists() and not data_dir.is_dir():
         raise BackupError(f"{data_dir} is a file; restore into a directory.")
     existing = data_dir.exists() and any(data_dir.iterdir())
@@ -663,6 +662,9 @@ def restore_backup(
                 f"{data_dir} is not empty; restore into an empty or new directory, or pass --replace to replace it "
                 "(the current one is kept aside until the restore has succeeded)."
             )
+    manifest = verify_backup(backup, key, allow_unauthenticated)
+    check_compatible(manifest, embedding)
+    store_path = str((manifest.get("store") or {}).get("path") or "qdrant")  # as authenticated
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = data_dir.parent / f".{data_dir.name}.restoring-{os.getpid()}-{secrets.token_hex(4)}"
     aside: Path | None = None
