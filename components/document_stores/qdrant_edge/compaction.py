@@ -226,8 +226,16 @@ def compact_shard(shared: SharedShard, config: EdgeConfig, payload_indexes: dict
             shutil.rmtree(staging, ignore_errors=True)
             raise
         _fsync_path(folder.parent)
+        try:
+            shared.shard = open_engine(str(folder), config)
+        except BaseException:
+            # The copy does not open: swap the old shard back rather than serve nothing.
+            exchange_folders(staging, folder)
+            shared.shard = open_engine(str(folder), config)
+            unlock_folder(staging_lock)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         old_lock, shared.lock_fd = shared.lock_fd, staging_lock
-        shared.shard = open_engine(str(folder), config)
         shared.pending = None
         shared.last_flush = time.monotonic()
     unlock_folder(old_lock)

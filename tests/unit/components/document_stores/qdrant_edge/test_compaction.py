@@ -157,6 +157,26 @@ class TestCompaction:
         store.write_documents(documents("after", b"AFTER", 1))
         assert store.count_documents() == 21
 
+    def test_a_copy_that_does_not_open_is_swapped_back(self, store, monkeypatch):
+        real_open = compaction.open_engine
+        calls = []
+
+        def fail_first(path, config):
+            calls.append(path)
+            if len(calls) == 1:
+                raise QdrantEdgeStoreError("the copy does not load")
+            return real_open(path, config)
+
+        monkeypatch.setattr(compaction, "open_engine", fail_first)
+        store.delete_by_filter(tenant_filter("gone"))
+        with pytest.raises(QdrantEdgeStoreError, match="the copy does not load"):
+            store.purge_deleted()
+        assert not staging_path(store.path).exists()
+        assert store.count_documents() == 20 and store.pending_deletions()["points"] == 20  # the old shard, open
+        monkeypatch.setattr(compaction, "open_engine", real_open)
+        assert store.purge_deleted()["points"] == 20
+        assert files_holding(Path(store.path), SECRET) == []
+
     def test_a_leftover_sibling_is_removed_on_open(self, store):
         path = store.path
         store.close()
