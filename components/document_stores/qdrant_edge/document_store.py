@@ -633,6 +633,7 @@ class QdrantEdgeDocumentStore:
             if recreate_index:
                 recreate_shard(shared, self._engine_config(), PAYLOAD_INDEXES)
             else:
+                note_deleted(shared, shared.shard.count(CountRequest(exact=True)))
                 shared.shard.update(UpdateOperation.delete_points_by_filter(_MATCH_ALL))
                 shared.flush()
 
