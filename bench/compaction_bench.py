@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     queries = generate_queries(args.queries)
     load_before = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M")
     results = []
     with tempfile.TemporaryDirectory(prefix="sb-compaction-") as scratch:
         for size in args.sizes:
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "load_average_before": [round(value, 2) for value in load_before],
         "load_average_after": [round(value, 2) for value in os.getloadavg()],
-        "started": time.strftime("%Y-%m-%d %H:%M"),
+        "started": started,
         "results": results,
         "median_erase_over_floor": statistics.median(result["erase_over_floor"] for result in results),
     }

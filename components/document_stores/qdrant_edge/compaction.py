@@ -8,7 +8,7 @@ place, so :func:`compact_shard` builds a new shard from the surviving points in 
 (``.<name>.compacting``) and swaps the two folders with one atomic ``renameat2(RENAME_EXCHANGE)``:
 
 * while the copy is built, writers wait and queries go on (``ReadWriteLock.writes_paused``); only the swap itself
-  (close, exchange, load: milliseconds) holds queries back;
+  (close, exchange, and loading the new shard: about a second at 10k chunks, a few at 100k) holds queries back;
 * a crash at any point leaves a whole shard at the path, the old or the new one; the sibling (a half-built copy,
   or the old shard after the swap) is removed the next time the shard is opened, under its lock;
 * the new folder's lock file is taken before the swap, so the path is never without a held lock: another process
