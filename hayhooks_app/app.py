@@ -59,6 +59,8 @@ from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.memory import return_freed_memory
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
+from hayhooks_app.oidc.provider import IdentityProviderUnavailable
+from hayhooks_app.routes.auth import auth_routes
 from hayhooks_app.routes.conversations import conversation_routes
 from hayhooks_app.routes.glossary import glossary_routes
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
@@ -71,11 +73,12 @@ WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
 WEB_DIR = Path(__file__).resolve().parent / "web"
 # The page loads only its own files and talks only to this origin; document text is rendered as text,
 # and this policy is the second line should a bug ever render it as HTML (no inline script runs).
+WEB_PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src {connect}; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 WEB_PAGE_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-    ),
+    "Content-Security-Policy": WEB_PAGE_CSP.format(connect="'self'"),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
@@ -192,6 +195,8 @@ def _routes(container: ServiceContainer) -> APIRouter:
     async def health(request: Request) -> JSONResponse:
         report = await run_in_threadpool(container.health.report)
         report["embedding_queue"] = queue_status(request.app)  # source sync jobs (hayhooks_app.webhooks)
+        if container.oidc is not None:
+            report["identity_provider"] = container.oidc.keys.status()
         return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
 
     @router.get("/metrics", tags=["service"], summary="Prometheus metrics", response_class=Response)
@@ -232,7 +237,7 @@ def _routes(container: ServiceContainer) -> APIRouter:
 
         key_id = authorize_write(
             container.settings.auth_mode,
-            container.keys,
+            container.credentials,
             request.headers,
             tenant_ids={form.tenant_id},
             tags=set(form.tags),
@@ -270,12 +275,31 @@ def _routes(container: ServiceContainer) -> APIRouter:
     return router
 
 
-def _mount_web_page(app: FastAPI) -> None:
+async def web_page_headers(container: ServiceContainer) -> dict[str, str]:
+    """
+    The page's headers. With OpenID Connect sign-in the page exchanges its authorization code at the provider's
+    token endpoint, so that one origin joins ``connect-src``; nothing else widens (docs/contract.md, "Web page").
+    """
+    oidc = container.oidc
+    if oidc is None:
+        return WEB_PAGE_HEADERS
+    try:
+        origin = await run_in_threadpool(oidc.token_origin)
+    except IdentityProviderUnavailable:  # the page says so when it tries to sign in
+        logger.warning("The identity provider's token endpoint is unknown; the page's CSP allows only itself.")
+        origin = None
+    if origin is None:
+        return WEB_PAGE_HEADERS
+    return {**WEB_PAGE_HEADERS, "Content-Security-Policy": WEB_PAGE_CSP.format(connect=f"'self' {origin}")}
+
+
+def _mount_web_page(app: FastAPI, container: ServiceContainer) -> None:
     """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def web_page() -> FileResponse:
-        return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=WEB_PAGE_HEADERS)
+        headers = await web_page_headers(container)
+        return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=headers)
 
     app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
 
@@ -359,6 +383,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     hayhooks_routes = list(app.router.routes)
     app.router.routes[:] = []
     app.include_router(_routes(container))
+    app.include_router(auth_routes(container))
     app.include_router(conversation_routes(container))
     app.include_router(glossary_routes(container))
     admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
@@ -368,7 +393,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).
     mcp_app = create_mcp_app(app.state.pipeline_registry)
     mount_mcp(app, mcp_app)
-    _mount_web_page(app)
+    _mount_web_page(app, container)
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)

@@ -13,8 +13,8 @@ Each tool's input schema is its REST request model's JSON schema (identity field
 call runs exactly the REST path: the arguments are checked strictly by the same model (the same
 ``field: problem`` messages as the 422), then the deployed wrapper's ``run_api`` runs with the
 **headers of the MCP HTTP request** that carried the call. So the identity is resolved as on REST
-(``identity.resolve_identity``): in ``api_key`` mode from the ``Authorization: Bearer`` key of that
-request, with the arguments' identity fields only able to narrow it (another tenant is a 403); in
+(``identity.resolve_identity``): in ``api_key`` and ``oidc`` modes from the ``Authorization: Bearer`` key or
+token of that request, with the arguments' identity fields only able to narrow it (another tenant is a 403); in
 ``trusted`` mode from the arguments. The access filter is then built server-side as on REST
 (docs/contract.md, "Access").
 

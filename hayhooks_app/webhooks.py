@@ -242,7 +242,7 @@ def _router(app: FastAPI, container: Any, max_bytes: int, verifier: JwtVerifier)
         jobs = app.state.source_jobs
         job = await run_in_threadpool(jobs.job, job_id) if jobs is not None else None
         if container.settings.auth_mode != "trusted":
-            record = authenticate(container.keys, request.headers)
+            record = authenticate(container.credentials, request.headers)
             if "admin" not in record.permissions:
                 raise forbidden("Job status needs an API key with the 'admin' permission.")
             if job is not None and job["tenant_id"] != record.tenant_id:

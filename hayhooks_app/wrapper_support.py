@@ -58,7 +58,7 @@ class ServiceWrapper(BasePipelineWrapper):
         """The identity of a read request (see ``identity.resolve_identity``)."""
         return resolve_identity(
             self.container.settings.auth_mode,
-            self.container.keys,
+            self.container.credentials,
             headers,
             tenant_id=getattr(request, "tenant_id", None),
             user_tags=getattr(request, "user_tags", None),
@@ -78,7 +78,7 @@ class ServiceWrapper(BasePipelineWrapper):
         """Check a change to the index (see ``identity.authorize_write``); returns the key id for the records."""
         return authorize_write(
             self.container.settings.auth_mode,
-            self.container.keys,
+            self.container.credentials,
             headers,
             tenant_ids=tenant_ids,
             tags=tags,
