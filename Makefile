@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve lint test test-fast test-slow eval bench bench-store bench-compaction bench-state bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve crawl lint test test-fast test-slow eval bench bench-store bench-compaction bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -60,6 +60,11 @@ provision-postgresql:
 
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
+
+# Crawl RAG_CRAWL_START_URLS inside RAG_ALLOWLIST_DOMAINS into tenant RAG_CRAWL_TENANT_ID (docs/sources.md,
+# "Web sources"); beside a running server the crawl runs in it.
+crawl: $(STAMP)
+	$(BIN)/python -m hayhooks_app.cli crawl
 
 # Style (ruff lint + format, 120 columns) and the layer contracts (import-linter, pyproject.toml).
 lint: $(STAMP)

@@ -25,6 +25,7 @@ from pathlib import Path
 from components.runtime.environment import ConfigError as ConfigError
 from components.runtime.environment import env_bool, env_choice, env_int
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
+from hayhooks_app.browser_guard import ALLOWED_HOSTS_ENV, AllowedHosts
 from hayhooks_app.oidc.settings import OidcSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,8 @@ class Settings:
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
+    :param allowed_hosts: The host names served besides loopback and the bind address
+        (``SOURCEBOUND_ALLOWED_HOSTS``; docs/operations.md, "Hosts and browsers").
     """
 
     data_dir: Path
@@ -132,20 +135,28 @@ class Settings:
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
     oidc: OidcSettings | None = None
+    allowed_hosts: AllowedHosts | None = None
 
     def __post_init__(self) -> None:
         if ("oidc" in auth_methods(self.auth_mode)) != (self.oidc is not None):
             raise ConfigError(f"auth mode {self.auth_mode!r} and the OIDC settings disagree: oidc modes need them.")
+        if self.allowed_hosts is None:  # loopback names and the bind address
+            object.__setattr__(self, "allowed_hosts", AllowedHosts.from_setting(None, self.host))
 
     @classmethod
     def from_env(cls) -> "Settings":
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
+        host = os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1"
+        try:
+            allowed_hosts = AllowedHosts.from_setting(os.environ.get(ALLOWED_HOSTS_ENV), host)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
         auth_mode = parse_auth_mode(os.environ.get("SOURCEBOUND_AUTH_MODE"))
         return cls(
             data_dir=data_dir,
-            host=os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1",
+            host=host,
             port=env_int("HAYHOOKS_PORT", 1416, 1),
             auth_mode=auth_mode,
             api_keys_file=Path(keys_file).resolve() if keys_file else data_dir / "api_keys.json",
@@ -163,6 +174,7 @@ class Settings:
             ),
             limits=Limits.from_env(),
             oidc=OidcSettings.from_env() if "oidc" in auth_methods(auth_mode) else None,
+            allowed_hosts=allowed_hosts,
         )
 
     @property

@@ -24,7 +24,11 @@ Who is asking: the identity modes of the HTTP API (docs/contract.md, "Identity a
   tenant. ``oidc,api_key`` accepts both (:class:`hayhooks_app.credentials.Credentials` tells them apart); every
   refused token is a 401 naming the problem.
 
-The result is a :class:`components.core.requester.Identity`, which the services take as given.
+The result of a read is a :class:`components.core.requester.Identity`, which the services take as given; of a
+write (:func:`write_authority`) the key id and the caller's :class:`components.core.access_rule.WriteRule`
+(docs/contract.md, "Write rule"), which the services apply to every document written, replaced, invalidated or
+flagged. In trusted mode the body's ``user_tags`` / ``user_id`` / ``project_id`` name the caller of a write; a
+write naming none acts with the tenant's full authority (the gateway's).
 
 Usage:
 
@@ -38,8 +42,10 @@ identity = resolve_identity("api_key", keys, {"authorization": "Bearer sb_..."},
 ```
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from components.core.access_rule import WriteRule
 from components.core.requester import Identity
 from components.stores.key_store import ApiKeyStore
 from hayhooks_app.config import auth_methods
@@ -47,7 +53,14 @@ from hayhooks_app.credentials import Credentials, Grant, bearer_token
 from hayhooks_app.errors import forbidden, validation_error
 from hayhooks_app.oidc.claims import OidcGrant
 
-__all__ = ["authenticate", "authorize_write", "bearer_token", "resolve_identity"]
+__all__ = [
+    "WriteAuthority",
+    "authenticate",
+    "authorize_write",
+    "bearer_token",
+    "resolve_identity",
+    "write_authority",
+]
 
 
 def authenticate(credentials: Credentials | ApiKeyStore, headers: Mapping[str, str] | None) -> Grant:
@@ -150,6 +163,134 @@ def _delegation_refusal(record: Grant, user_id: str) -> str:
     )
 
 
+def _key_rule(record: Grant, user_tags, user_id, project_id) -> WriteRule:
+    """
+    The write rule of a key (or a token's grant, which acts as a user key), narrowed by the body's caller fields
+    exactly as a read narrows its identity.
+    """
+    credential = _credential(record)
+    if user_id is not None and not record.may_act_as(user_id):
+        raise forbidden(_delegation_refusal(record, user_id))
+    if project_id is not None and record.projects is not None and project_id not in record.projects:
+        raise forbidden(f"project_id '{project_id}' is not among the {credential}'s projects.")
+    tags = record.tags
+    if user_tags is not None:
+        tags = tuple(tag for tag in dict.fromkeys(user_tags) if tag in set(record.tags))
+        if not tags:
+            raise forbidden(f"None of the requested user_tags are allowed for this {credential}.")
+    if user_id is not None:
+        users, patterns = (user_id,), ()
+    elif record.user_id is not None:
+        users, patterns = (record.user_id,), ()
+    else:
+        users, patterns = (), tuple(record.act_as_users or ())
+    return WriteRule(
+        tenant_ids=(record.tenant_id,),
+        tags=tags,
+        user_ids=users,
+        user_patterns=patterns,
+        projects=(project_id,) if project_id is not None else record.projects,
+        public="public" in record.permissions,
+    )
+
+
+@dataclass(frozen=True)
+class WriteAuthority:
+    """
+    The resolved writer of a request (docs/contract.md, "Write rule").
+
+    :param key_id: The key used (``None`` in trusted mode), for the records.
+    :param rule: The caller's write rule; the services apply it to every document written or changed.
+    :param record: The key's record (``None`` in trusted mode), for the wording of refusals.
+    """
+
+    key_id: str | None
+    rule: WriteRule
+    record: Grant | None = None
+
+    def refusal(self, meta: Mapping, complete: bool = True) -> str | None:
+        """
+        Why the caller may not write a document with ``meta`` (worded for the key kind), or ``None``.
+
+        :param complete: ``meta`` is a whole document's; ``False`` checks only the fields it names.
+        """
+        whose = f"{_credential(self.record)}'s" if self.record is not None else "caller's"
+        outside = self.rule.tags_outside(meta.get("tags") or ())
+        if outside:
+            return f"tags {outside} are not among the {whose} tags."
+        owner = meta.get("user_id")
+        if owner is not None and not self.rule.may_act_as(owner):
+            if self.record is not None:
+                return _delegation_refusal(self.record, owner)
+            return f"user_id '{owner}' is not the caller's user_id; a caller writes only its own or tenant documents."
+        if not self.rule.allows_project(meta.get("project_id")):
+            return f"project_id '{meta.get('project_id')}' is not among the {whose} projects."
+        if meta.get("scope") == "public" and not self.rule.public:
+            return "Writing scope 'public' documents (visible to every tenant) needs the 'public' permission."
+        problem = self.rule.violation(meta) if complete else None
+        return f"{problem[0].upper()}{problem[1:]}." if problem else None
+
+    def check_documents(self, documents: Iterable[Mapping]) -> None:
+        """403 for the first document about to be written that the caller may not write."""
+        for meta in documents:
+            problem = self.refusal(meta)
+            if problem:
+                raise forbidden(problem)
+
+
+def write_authority(
+    mode: str,
+    keys: Credentials | ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_ids: set[str],
+    permission: str = "write",
+    user_tags: list[str] | None = None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+) -> WriteAuthority:
+    """
+    Who is writing (docs/contract.md, "Write rule").
+
+    Bearer modes (``api_key``, ``oidc``): the key or token needs ``permission`` (``admin`` implies ``write``) and
+    its tenant must be the only tenant named (a token's grant acts as a user key); the rule is the key's tags, the
+    users it may act as, its projects and its ``public`` permission, narrowed by the body's ``user_tags`` /
+    ``user_id`` / ``project_id`` as a read is. ``trusted``
+    mode: the body's fields are the caller (``user_tags`` required once any is given; ``public`` is the
+    gateway's to allow); a body naming none writes with the tenants' full authority.
+
+    :param tenant_ids: The tenants the request names.
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if mode == "trusted":
+        if user_tags is None and user_id is None and project_id is None:
+            return WriteAuthority(None, WriteRule.operator(tenant_ids))
+        if not user_tags:
+            raise validation_error(
+                "user_tags: required when a write names its caller (user_id or project_id); the caller may change "
+                "only documents whose tags it holds"
+            )
+        rule = WriteRule(
+            tenant_ids=tuple(tenant_ids),
+            tags=tuple(user_tags),
+            user_ids=(user_id,) if user_id is not None else (),
+            projects=(project_id,) if project_id is not None else None,
+            public=True,
+        )
+        return WriteAuthority(None, rule)
+    record = authenticate(_credentials(mode, keys), headers)
+    granted = set(record.permissions)
+    if "admin" in granted:
+        granted.add("write")
+    credential = _credential(record)
+    if permission not in granted:
+        raise forbidden(f"This {credential} lacks the '{permission}' permission.")
+    foreign = sorted(tenant_ids - {record.tenant_id})
+    if foreign:
+        raise forbidden(f"tenant_id {', '.join(repr(t) for t in foreign)} does not match the {credential}'s tenant.")
+    return WriteAuthority(record.key_id, _key_rule(record, user_tags, user_id, project_id), record)
+
+
 def authorize_write(
     mode: str,
     keys: Credentials | ApiKeyStore | None,
@@ -160,9 +301,11 @@ def authorize_write(
     permission: str = "write",
     user_ids: set[str] | None = None,
     public: bool = False,
+    projects: set[str] | None = None,
 ) -> str | None:
     """
-    Check that the requester may change the given tenants' documents.
+    Check that the requester may change the given tenants' documents (the key's :class:`WriteRule`, see
+    :func:`write_authority`).
 
     In trusted mode everything is allowed (the gateway decides). Otherwise the key (or the token's grant) needs
     ``permission`` (``admin`` implies ``write``), its tenant must be the only tenant touched, any
@@ -175,22 +318,15 @@ def authorize_write(
     """
     if mode == "trusted":
         return None
-    record = authenticate(_credentials(mode, keys), headers)
-    granted = set(record.permissions)
-    if "admin" in granted:
-        granted.add("write")
-    credential = _credential(record)
-    if permission not in granted:
-        raise forbidden(f"This {credential} lacks the '{permission}' permission.")
-    foreign = sorted(tenant_ids - {record.tenant_id})
-    if foreign:
-        raise forbidden(f"tenant_id {', '.join(repr(t) for t in foreign)} does not match the {credential}'s tenant.")
-    outside = sorted((tags or set()) - set(record.tags))
-    if outside:
-        raise forbidden(f"tags {outside} are not among the {credential}'s tags.")
-    for user_id in sorted(user_ids or ()):
-        if not record.may_act_as(user_id):
-            raise forbidden(_delegation_refusal(record, user_id))
-    if public and "public" not in record.permissions:
-        raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
-    return record.key_id
+    writer = write_authority(mode, keys, headers, tenant_ids=tenant_ids, permission=permission)
+    # The rule's own predicates, each worded for the key (WriteAuthority.refusal).
+    tenant = writer.record.tenant_id
+    metas = [{"tenant_id": tenant, "tags": sorted(tags or ())}]
+    metas += [{"tenant_id": tenant, "user_id": user} for user in sorted(user_ids or ())]
+    metas += [{"tenant_id": tenant, "project_id": project} for project in sorted(projects or ())]
+    metas += [{"tenant_id": tenant, "scope": "public"}] if public else []
+    for meta in metas:
+        problem = writer.refusal(meta, complete=False)
+        if problem:
+            raise forbidden(problem)
+    return writer.key_id

@@ -30,6 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from components.core.document_identity import tenant_filter
 from components.core.errors import SourceboundError
 from components.services import document_lifecycle
 from components.services.source_jobs import declared_sources
@@ -71,6 +72,8 @@ def erase_tenant(
         ``sync_rows``).
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
+    # Which sources fed the tenant is known only while its chunks exist (a CLI sync or crawl runs no job).
+    fed = _sources_with_chunks(store, Path(data_dir), tenant_id) if data_dir is not None else set()
     report = {"chunks": document_lifecycle.delete_tenant(store, tenant_id)}
     report["tag_owners"] = directory.remove_tenant(tenant_id) if directory is not None else 0
     report["api_keys"] = key_store.revoke_where(keys_file, tenant_id) if keys_file is not None else 0
@@ -78,7 +81,7 @@ def erase_tenant(
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id)
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
         report["sentence_vectors"] = erase_sentence_vectors(data_dir, tenant_id)
-        report.update(_erase_tenant_sources(Path(data_dir), tenant_id))
+        report.update(_erase_tenant_sources(Path(data_dir), tenant_id, fed))
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
     return report
 
@@ -132,12 +135,40 @@ def erase_user(
     return report
 
 
-def _erase_tenant_sources(data_dir: Path, tenant_id: str) -> dict[str, int]:
+def _open_sync_state(data_dir: Path) -> SyncState | None:
+    """The sync state, or ``None`` when there is none to read (no shared database, no ``sources.sqlite``)."""
+    if database_url() is not None or (data_dir / SYNC_STATE_FILE).exists():
+        return SyncState(data_dir / SYNC_STATE_FILE)
+    return None
+
+
+def _sources_with_chunks(store: Any, data_dir: Path, tenant_id: str) -> set[str]:
+    """The sources the sync state knows that indexed chunks into ``tenant_id`` (their chunks' ``source_name``)."""
+    state = _open_sync_state(data_dir)
+    if state is None:
+        return set()
+    try:
+        known = state.known_sources()
+    finally:
+        state.close()
+    count = getattr(store, "count_documents_by_filter", None)
+    if count is None:  # a store without filtered counts: the declared sources and the jobs still name them
+        return set()
+    fed = set()
+    for name in sorted(known):
+        conditions = [tenant_filter(tenant_id), {"field": "meta.source_name", "operator": "==", "value": name}]
+        if count({"operator": "AND", "conditions": conditions}) > 0:
+            fed.add(name)
+    return fed
+
+
+def _erase_tenant_sources(data_dir: Path, tenant_id: str, fed: set[str]) -> dict[str, int]:
     """
-    Remove the git mirrors and the sync state (commits, file lists, deliveries, jobs) of the tenant's sources: those
-    the sources file declares for it and those its sync jobs name.
+    Remove the git mirrors and the sync state (commits, file lists, crawled pages, deliveries, jobs) of the tenant's
+    sources: those the sources file declares for it, those its sync jobs name and those whose chunks it held
+    (``fed``; a source the sources file declares for another tenant is kept).
     """
-    names: set[str] = set()
+    names: set[str] = set(fed)
     declared: set[str] = set()
     try:
         found = declared_sources()
@@ -146,10 +177,11 @@ def _erase_tenant_sources(data_dir: Path, tenant_id: str) -> dict[str, int]:
         found = None
     if found is not None:
         declared = {name for name, source in found[0].items() if source.tenant_id == tenant_id}
+        names -= {name for name, source in found[0].items() if source.tenant_id != tenant_id}
         names |= declared
     rows = 0
-    if database_url() is not None or (data_dir / SYNC_STATE_FILE).exists():
-        state = SyncState(data_dir / SYNC_STATE_FILE)
+    state = _open_sync_state(data_dir)
+    if state is not None:
         try:
             names |= state.tenant_sources(tenant_id)
             rows = state.erase_sources(names)

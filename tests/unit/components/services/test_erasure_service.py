@@ -12,7 +12,7 @@ from components.services.erasure_service import erase_tenant, erase_user, purge_
 from components.stores import key_store
 from components.stores.conversation_store import CONVERSATIONS_FILE
 from components.stores.record_store import RecordStore
-from components.stores.sync_state import SYNC_STATE_FILE, SyncState
+from components.stores.sync_state import SYNC_STATE_FILE, SyncState, WebPage
 from components.stores.tag_directory import TagDirectory
 
 
@@ -97,6 +97,35 @@ class TestErasureReachesEveryStore:
             assert state.last_commit("handbook") is None and state.last_commit("retired") is None
             assert state.last_commit("wiki") == "c1" and state.tenant_sources("b") == {"wiki"}
             assert state.tenant_sources("a") == set()
+        finally:
+            state.close()
+
+    def test_tenant_erasure_removes_crawled_pages_of_a_source_known_only_by_its_chunks(self, tmp_path, monkeypatch):
+        # A crawl run by the CLI records pages but no job, and no sources file declares it: the tenant's chunks
+        # name it (meta.source_name). The other tenant's crawl stays.
+        monkeypatch.delenv("SOURCEBOUND_SOURCES", raising=False)
+        state = SyncState(tmp_path / SYNC_STATE_FILE)
+        state.record_web_pages("crawl", [WebPage("https://a.example/p", "crawl-p", etag='"e1"', links=("x",))])
+        state.record_web_pages("b-site", [WebPage("https://b.example/q", "b-site-q")])
+        state.close()
+        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
+        store.write_documents(
+            [
+                Document(id=f"{doc}:0", content=f"page {doc}", embedding=[1, 0, 0, 0],
+                         meta={"tenant_id": tenant, "tags": ["web"], "document_id": doc, "source_name": source})
+                for doc, tenant, source in (("crawl-p", "a", "crawl"), ("b-site-q", "b", "b-site"))
+            ]
+        )  # fmt: skip
+        records = RecordStore(tmp_path / "records.sqlite")
+        report = erase_tenant(store, "a", records=records, directory=None, keys_file=None, data_dir=tmp_path)
+        records.close()
+        store.close()
+        assert report["chunks"] == 1 and report["sync_rows"] == 1 and report["source_mirrors"] == 0
+        state = SyncState(tmp_path / SYNC_STATE_FILE)
+        try:
+            assert state.web_pages("crawl") == {}
+            assert list(state.web_pages("b-site")) == ["https://b.example/q"]
+            assert state.known_sources() == {"b-site"}
         finally:
             state.close()
 
