@@ -3,7 +3,7 @@ Delete means gone, on disk (docs/contract.md, "Deletion"): a live server indexes
 unique marker strings for two tenants; then a tenant is deleted over HTTP, a user through ``sourcebound delete
 --user`` (which runs inside the server), and a document invalidated; after a clean stop every byte of every file
 under the data directory (the shard's segments and write-ahead log, every SQLite file and its side files, the git
-mirrors) is searched. The erased markers are in none; the surviving tenant's still are.
+mirrors, the crawled pages' sync rows) is searched. The erased markers are in none; the surviving tenant's still are.
 """
 
 import time
@@ -14,6 +14,7 @@ import pytest
 import yaml
 from support.api_server import ApiServer
 from support.git_repos import GitRepo
+from support.web_site import Page, WebSite
 
 from components.stores.tag_directory import TagDirectory
 from hayhooks_app.cli import main as sourcebound
@@ -25,6 +26,7 @@ ERASED = {
     "acme query": b"ACMEQUERYMARK",
     "acme conversation": b"ACMECONVMARK",
     "acme glossary": b"ACMEGLOSSMARK",
+    "acme web page": b"ACMEWEBMARK",  # in a crawled page's URL (the sync state's pages) and text
     "alice document": b"ALICEDOCMARK",
     "alice query": b"ALICEQUERYMARK",
     "alice conversation": b"ALICECONVMARK",
@@ -75,9 +77,18 @@ def erased(tmp_path_factory):
     data_dir = root / "data"
     repo = GitRepo(root / "repo")
     repo.commit({"guide.md": f"# Guide\n\n{ERASED['acme git file'].decode()} opens the vault on Mondays.\n"})
+    web_marker = ERASED["acme web page"].decode()
+    site = WebSite(
+        {
+            "/": Page.html("The intranet.", title="Intranet", links=[f"/{web_marker}-hours"]),
+            f"/{web_marker}-hours": Page.html(f"{web_marker} hours are posted on the intranet.", title="Hours"),
+        }
+    )
     sources = root / "sources.yml"
     source = {"name": "handbook", "type": "git", "url": repo.url, "branch": "main", "tenant_id": "acme", "tags": ["hr"]}
-    sources.write_text(yaml.safe_dump({"sources": [source]}), encoding="utf-8")
+    intranet = {"name": "intranet", "type": "web", "start_urls": [site.url("/")], "allowed_domains": [site.host],
+                "tenant_id": "acme", "tags": ["hr"], "requests_per_second": 100}  # fmt: skip
+    sources.write_text(yaml.safe_dump({"sources": [source, intranet]}), encoding="utf-8")
     env = {
         "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
         "SOURCEBOUND_SOURCES": str(sources),
@@ -105,6 +116,8 @@ def erased(tmp_path_factory):
         assert http.post("/index/run", json={"documents": documents}).status_code == 200
         assert sourcebound(["sync", "handbook", "--data-dir", str(data_dir)]) == 0
         assert (data_dir / "sources" / "handbook.git").is_dir()
+        with site:  # crawled through the running server
+            assert sourcebound(["sync", "intranet", "--data-dir", str(data_dir)]) == 0
         glossary = {"tenant_id": "acme", "csv": f"term,aliases\n{ERASED['acme glossary'].decode()},vault\n"}
         assert http.post("/glossary", json=glossary).status_code == 200
         for tenant, user, query, turn in (
@@ -165,7 +178,8 @@ class TestErasureOnDisk:
         assert {hit["document_id"] for hit in erased.survivors} == {"handbook", "bob-notes"}
 
     def test_the_tenants_mirror_and_sync_state_went(self, erased):
-        assert erased.tenant_report["source_mirrors"] == 1 and erased.tenant_report["sync_rows"] >= 2
+        # handbook: its commit and file; intranet: its two crawled pages (and the jobs of both)
+        assert erased.tenant_report["source_mirrors"] == 1 and erased.tenant_report["sync_rows"] >= 4
         assert not (erased.data_dir / "sources" / "handbook.git").exists()
 
     def test_no_compaction_leftover_and_nothing_pending(self, erased):
