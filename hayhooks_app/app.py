@@ -47,6 +47,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+from components.services.document_catalog import stale_counts
 from components.services.erasure_service import purge_due
 from components.stores.sentence_vector_cache import prune_sentence_vectors
 from hayhooks_app.browser_guard import BrowserGuard
@@ -55,6 +56,7 @@ from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.container import ServiceContainer, configure
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.events.routed_questions import publish_routed_questions
 from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.memory import return_freed_memory
@@ -62,8 +64,11 @@ from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.oidc.provider import IdentityProviderUnavailable
 from hayhooks_app.routes.auth import auth_routes
+from hayhooks_app.routes.console import console_routes
 from hayhooks_app.routes.conversations import conversation_routes
+from hayhooks_app.routes.feedback import feedback_routes
 from hayhooks_app.routes.glossary import glossary_routes
+from hayhooks_app.routes.insights import insight_routes
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 from hayhooks_app.webhooks import install_sources, queue_status
@@ -129,14 +134,43 @@ def _check_deployed(app: FastAPI) -> None:
         )
 
 
+def _run_routes_first(app: FastAPI) -> None:
+    """
+    Put the wrappers' ``POST /{name}/run`` routes first. FastAPI tries routes in order, and Hayhooks adds these when it
+    deploys, after ~20 others (and the routers included in them); no other route shares their paths, so the order
+    changes nothing but how soon a request finds its route.
+    """
+    paths = {f"/{name}/run" for name in app.state.pipeline_registry.get_names()}
+    routes = app.router.routes
+    first = [route for route in routes if getattr(route, "path", None) in paths]
+    routes[:] = first + [route for route in routes if getattr(route, "path", None) not in paths]
+    if hasattr(app.router, "_mark_routes_changed"):
+        app.router._mark_routes_changed()
+
+
+async def _refresh_stale_documents(container: ServiceContainer) -> None:
+    """
+    The ``rag_stale_documents`` gauge from one scan of the store's chunk metadata (docs/contract.md, "Feedback and
+    knowledge gaps"); a failure is logged and the gauge keeps its last values.
+    """
+    try:
+        counts = await run_in_threadpool(stale_counts, container.store, container.stale_rule)
+    except Exception:
+        logger.exception("Counting stale documents failed.")
+        return
+    metrics.set_stale_documents(counts)
+
+
 async def _prune_periodically(container: ServiceContainer) -> None:
     settings = container.settings
+    await _refresh_stale_documents(container)  # here, not in start-up: a large store must not delay serving
     while True:
         await asyncio.sleep(settings.records_prune_interval_s)
+        await _refresh_stale_documents(container)
         try:
-            removed = await run_in_threadpool(container.records.prune, settings.records_retention_days)
+            removed = await run_in_threadpool(container.prune)
             if any(removed.values()):
-                logger.info("Pruned records older than %d days: %s", settings.records_retention_days, removed)
+                logger.info("Pruned records past their retention: %s", removed)
             # Documents another replica deleted take their sentence vectors out of this one's cache too.
             vectors = await run_in_threadpool(prune_sentence_vectors, settings.data_dir, container.store)
             if vectors:
@@ -165,16 +199,18 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
         await run_in_threadpool(container.build)
         async with hayhooks_lifespan(app), mcp_app.router.lifespan_context(mcp_app):
             _check_deployed(app)
+            _run_routes_first(app)
             from hayhooks_app.bootstrap import bootstrap
 
             summary = await run_in_threadpool(bootstrap, container)
             if summary["corpus"] or summary["tags_loaded"]:
                 logger.info("First start: %s", summary)
-            await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
+            await run_in_threadpool(container.prune)
             await _purge_deleted(container)
             return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
+            routed = publish_routed_questions(container)  # SOURCEBOUND_EVENTS_URL (docs/events.md)
             admin.publish()  # the CLI now finds this server (hayhooks_app.cli.server_link)
             try:
                 yield
@@ -183,6 +219,9 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
                 pruning.cancel()
                 if events is not None:
                     await run_in_threadpool(events.stop)
+                if routed is not None:
+                    container.gaps.publish = None
+                    await run_in_threadpool(routed.close)
         container.close()
         shutdown_tracing()
 
@@ -314,12 +353,21 @@ async def web_page_headers(container: ServiceContainer) -> dict[str, str]:
 
 
 def _mount_web_page(app: FastAPI, container: ServiceContainer) -> None:
-    """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
+    """
+    The page at ``GET /``, the operators' console at ``GET /admin`` and their assets under ``/web/``: no path
+    overlaps an API route. The console is a page like the other: it holds no data and calls only the public API,
+    whose checks decide what it shows (docs/api.md, "The console").
+    """
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def web_page() -> FileResponse:
         headers = await web_page_headers(container)
         return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=headers)
+
+    @app.api_route("/admin", methods=["GET", "HEAD"], include_in_schema=False)
+    async def console_page() -> FileResponse:
+        headers = await web_page_headers(container)
+        return FileResponse(WEB_DIR / "admin.html", media_type="text/html", headers=headers)
 
     app.mount("/web", _WebAssets(container, directory=WEB_DIR), name="web")
 
@@ -409,6 +457,9 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(auth_routes(container))
     app.include_router(conversation_routes(container))
     app.include_router(glossary_routes(container))
+    app.include_router(feedback_routes(container))
+    app.include_router(insight_routes(container))
+    app.include_router(console_routes(container))
     admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
     app.include_router(admin_router(container, admin, build_parser))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).

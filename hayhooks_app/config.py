@@ -114,6 +114,14 @@ class Settings:
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
+    :param keep_unanswered_questions: Keep the text of declined, routed and thumbs-down questions for the
+        knowledge gaps (off by default; docs/contract.md, "Feedback and knowledge gaps").
+    :param unanswered_questions_retention_days: How long kept questions stay (0: until erased).
+    :param stale_after_days: A document not re-indexed for this many days is stale (0: never by age).
+    :param stale_source_dirs: Folders whose ``file://`` sources are re-hashed to find changed sources.
+    :param metrics_max_tenants: Distinct ``tenant`` label values of the quality metrics; later tenants count as
+        ``other`` (bounded cardinality).
+    :param metrics_max_tags: Distinct ``tag`` label values of the quality metrics; later tags count as ``other``.
     :param allowed_hosts: The host names served besides loopback and the bind address
         (``SOURCEBOUND_ALLOWED_HOSTS``; docs/operations.md, "Hosts and browsers").
     """
@@ -134,6 +142,12 @@ class Settings:
     bootstrap_corpus: bool = True
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
+    keep_unanswered_questions: bool = False
+    unanswered_questions_retention_days: int = 30
+    stale_after_days: int = 180
+    stale_source_dirs: tuple[Path, ...] = (DEFAULT_SAMPLE_CORPUS,)
+    metrics_max_tenants: int = 20
+    metrics_max_tags: int = 50
     oidc: OidcSettings | None = None
     allowed_hosts: AllowedHosts | None = None
 
@@ -148,6 +162,7 @@ class Settings:
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
+        sample_corpus_dir = Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS)
         host = os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1"
         try:
             allowed_hosts = AllowedHosts.from_setting(os.environ.get(ALLOWED_HOSTS_ENV), host)
@@ -169,10 +184,14 @@ class Settings:
             records_prune_interval_s=env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
             purge_after_s=env_int("SOURCEBOUND_PURGE_AFTER_SECONDS", 86400, 0),
             bootstrap_corpus=env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
-            sample_corpus_dir=Path(
-                os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
-            ),
+            sample_corpus_dir=sample_corpus_dir,
             limits=Limits.from_env(),
+            keep_unanswered_questions=env_bool("SOURCEBOUND_KEEP_UNANSWERED_QUESTIONS", False),
+            unanswered_questions_retention_days=env_int("SOURCEBOUND_UNANSWERED_QUESTIONS_RETENTION_DAYS", 30, 0),
+            stale_after_days=env_int("SOURCEBOUND_STALE_AFTER_DAYS", 180, 0),
+            stale_source_dirs=_stale_source_dirs(sample_corpus_dir),
+            metrics_max_tenants=env_int("SOURCEBOUND_METRICS_MAX_TENANTS", 20, 0),
+            metrics_max_tags=env_int("SOURCEBOUND_METRICS_MAX_TAGS", 50, 0),
             oidc=OidcSettings.from_env() if "oidc" in auth_methods(auth_mode) else None,
             allowed_hosts=allowed_hosts,
         )
@@ -181,6 +200,26 @@ class Settings:
     def records_path(self) -> Path:
         """The SQLite file holding the query log and the index event log."""
         return self.data_dir / "records.sqlite"
+
+
+def _stale_source_dirs(sample_corpus_dir: Path) -> tuple[Path, ...]:
+    """
+    ``SOURCEBOUND_STALE_SOURCE_DIRS`` (folders separated by commas), resolved; unset: the sample corpus folder.
+
+    :raises ConfigError: A listed folder that does not exist.
+    """
+    value = os.environ.get("SOURCEBOUND_STALE_SOURCE_DIRS")
+    if value is None:
+        return (sample_corpus_dir.resolve(),)
+    folders = []
+    for part in (part.strip() for part in value.split(",")):
+        if not part:
+            continue
+        folder = Path(part).resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"SOURCEBOUND_STALE_SOURCE_DIRS names {part!r}, which is not a folder.")
+        folders.append(folder)
+    return tuple(folders)
 
 
 def service_version() -> str:

@@ -56,6 +56,7 @@ from hayhooks_app.oidc.claims import OidcGrant
 __all__ = [
     "WriteAuthority",
     "authenticate",
+    "authorize_admin",
     "authorize_write",
     "bearer_token",
     "resolve_identity",
@@ -330,3 +331,28 @@ def authorize_write(
         if problem:
             raise forbidden(problem)
     return writer.key_id
+
+
+def authorize_admin(
+    mode: str, keys: Credentials | ApiKeyStore | None, headers: Mapping[str, str] | None, tenant_id: str | None
+) -> tuple[str, Grant | None]:
+    """
+    Check an operator's request on a tenant (the console's routes: documents, keys, tag owners, knowledge gaps,
+    feedback). Trusted mode takes the tenant as given (the gateway decides); ``api_key`` mode needs a key with the
+    ``admin`` permission, and its tenant is the only tenant.
+
+    :param tenant_id: The tenant named by the request (optional with a key: the key's).
+    :returns: The tenant and the key's or token's grant (``None`` in trusted mode).
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if mode == "trusted":
+        if not tenant_id:
+            raise validation_error("tenant_id: field required (trusted mode takes the tenant from the request)")
+        return tenant_id, None
+    record = authenticate(_credentials(mode, keys), headers)
+    credential = _credential(record)
+    if "admin" not in record.permissions:
+        raise forbidden(f"This {credential} lacks the 'admin' permission (the console's routes are for tenant admins).")
+    if tenant_id is not None and tenant_id != record.tenant_id:
+        raise forbidden(f"tenant_id '{tenant_id}' does not match the {credential}'s tenant.")
+    return record.tenant_id, record

@@ -279,7 +279,10 @@ class DeleteTenantResult(ResultModel):
     chunks_removed: int
     removed: dict[str, int] = Field(
         default_factory=dict,
-        description="What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys.",
+        description=(
+            "What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys, conversations, glossary, "
+            "sentence_vectors, feedback, kept_questions."
+        ),
     )
 
 

@@ -47,6 +47,10 @@ class SearchResultsBuilder:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         chunk_template: str = CONTEXT_CHUNK_TEMPLATE,

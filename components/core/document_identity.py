@@ -84,10 +84,12 @@ SOURCE_META_FIELDS = (
     "provenance_id",
     "embedding_model",
 )
-CHUNK_ONLY_META_FIELDS = ("chunk_index", "chunk_hash", "token_count", "page_number", "section")
+# ``indexed_at``: when the chunk was written (ISO 8601 UTC), what stale documents are measured by
+# (docs/contract.md, "Feedback and knowledge gaps").
+CHUNK_ONLY_META_FIELDS = ("chunk_index", "chunk_hash", "token_count", "page_number", "section", "indexed_at")
 CHUNK_META_FIELDS = SOURCE_META_FIELDS + CHUNK_ONLY_META_FIELDS
 # Fields the pipeline computes; a caller's meta may not set them.
-COMPUTED_META_FIELDS = frozenset({"chunk_index", "chunk_hash", "token_count", "embedding_model"})
+COMPUTED_META_FIELDS = frozenset({"chunk_index", "chunk_hash", "token_count", "embedding_model", "indexed_at"})
 
 
 class IndexingValidationError(SourceboundError, ValueError):

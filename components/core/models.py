@@ -250,18 +250,20 @@ class RAGResponse(BaseModel):
     glossary_terms: list[str] = Field(default_factory=list)
     # The server-side conversation the turn was recorded in (docs/contract.md, "Conversations").
     conversation_id: str | None = None
+    # The query-log row of this answer, for ``POST /feedback`` (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
         # Every serialisation (ours, FastAPI's response model) shows these fields only when they are set.
         data = handler(self)
-        for name in ("ungrounded_draft", "conversation_id"):
+        for name in ("ungrounded_draft", "conversation_id", "query_id"):
             if getattr(self, name) is None:
                 data.pop(name, None)
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft`` and ``conversation_id`` appear only when set."""
+        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id`` and ``query_id`` appear only when set."""
         return self.model_dump(mode="json")
 
 
@@ -300,6 +302,15 @@ class SearchResponse(BaseModel):
     tokens_used: int = Field(ge=0)
     search_mode: SearchMode
     metadata: SearchMetadata
+    # The query-log row of this search, set by the server (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_query_id(self, handler):  # unannotated: the schema stays the fields' schema
+        data = handler(self)
+        if self.query_id is None:
+            data.pop("query_id", None)
+        return data
 
 
 class EnrichRequest(_Identity):
@@ -340,6 +351,15 @@ class EnrichResponse(BaseModel):
     context_chunks_used: int = Field(ge=0)
     tokens_used: int = Field(ge=0)
     empty_reason: str | None = None
+    # The query-log row of this enrichment, set by the server (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_query_id(self, handler):  # unannotated: the schema stays the fields' schema
+        data = handler(self)
+        if self.query_id is None:
+            data.pop("query_id", None)
+        return data
 
 
 __all__ = [

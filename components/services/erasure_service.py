@@ -3,11 +3,12 @@ Delete means gone (docs/contract.md "Deletion"): what deleting a tenant or a use
 place for the REST API (``/delete_tenant/run``), the CLI (``sourcebound delete``) and whatever else deletes.
 
 * tenant: its chunks, its query-log rows and index events (one ``delete_tenant`` tombstone with
-  counts stays), its tag owners, its API keys, and (given the data dir) its conversations, glossary, sentence
-  vectors, and the git mirrors and sync state of its sources;
+  counts stays), its feedback and kept questions, its tag owners, its API keys, and (given the data dir) its
+  conversations, glossary, sentence vectors, and the git mirrors and sync state of its sources;
 * user: the user's private documents (``user`` and ``project`` scope owned by the user), the
-  user's query-log rows, the user keys bound to the user, (given the directory) the user's tag ownerships and
-  email, and (given the data dir) the user's conversations (a ``delete_user`` tombstone with counts stays).
+  user's query-log rows, feedback and kept questions, the user keys bound to the user, (given the directory) the
+  user's tag ownerships and email, and (given the data dir) the user's conversations (a ``delete_user`` tombstone
+  with counts stays).
 
 Every store an erasure touches leaves nothing of it in its files when the call returns: the Qdrant Edge shard is
 compacted (``QdrantEdgeDocumentStore.purge_deleted``), SQLite files zero freed pages and empty their write-ahead
@@ -21,7 +22,7 @@ Usage:
 from components.services.erasure_service import erase_tenant
 
 report = erase_tenant(store, "acme", records=records, directory=directory, keys_file=keys_file)
-report  # {'chunks': 134, 'query_log_rows': 12, 'index_events': 3, 'tag_owners': 4, 'api_keys': 2}
+report  # {'chunks': 134, 'tag_owners': 4, 'api_keys': 2, 'feedback': 3, 'kept_questions': 2, 'query_log_rows': 12, ...}
 ```
 """
 
@@ -36,7 +37,9 @@ from components.services import document_lifecycle
 from components.services.source_jobs import declared_sources
 from components.stores import key_store
 from components.stores.conversation_store import CONVERSATIONS_FILE, erase_conversations
+from components.stores.feedback_store import FeedbackStore
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
+from components.stores.kept_question_store import KeptQuestionStore
 from components.stores.record_store import RecordStore
 from components.stores.sentence_vector_cache import erase_sentence_vectors
 from components.stores.state import database_url
@@ -68,8 +71,8 @@ def erase_tenant(
     :param key_id: The key that asked (kept in the tombstone).
     :param data_dir: The data dir holding ``conversations.sqlite`` and ``glossary.sqlite``, or ``None``.
     :returns: Counts of what was removed: ``chunks``, ``query_log_rows``, ``index_events``, ``tag_owners``,
-        ``api_keys`` (and with ``data_dir`` ``conversations``, ``glossary``, ``sentence_vectors``, ``source_mirrors``,
-        ``sync_rows``).
+        ``api_keys``, ``feedback``, ``kept_questions`` (and with ``data_dir`` ``conversations``, ``glossary``,
+        ``sentence_vectors``, ``source_mirrors``, ``sync_rows``).
     :raises LifecycleError: If ``tenant_id`` is blank.
     """
     # Which sources fed the tenant is known only while its chunks exist (a CLI sync or crawl runs no job).
@@ -82,6 +85,8 @@ def erase_tenant(
         report["glossary"] = int(GlossaryStore(Path(data_dir) / GLOSSARY_FILE).remove(tenant_id))
         report["sentence_vectors"] = erase_sentence_vectors(data_dir, tenant_id)
         report.update(_erase_tenant_sources(Path(data_dir), tenant_id, fed))
+    report["feedback"] = FeedbackStore(records.database).erase_tenant(tenant_id)
+    report["kept_questions"] = KeptQuestionStore(records.database).erase_tenant(tenant_id)
     report.update(records.erase_tenant(tenant_id, key_id=key_id, counts=report))
     return report
 
@@ -102,8 +107,8 @@ def erase_user(
 
     :param directory: The tag directory (``TagDirectory``): the user's tags keep no owner, and the user's id and
         email go once the user owns no tag in any tenant.
-    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys`` (with ``directory`` ``tag_owners`` and
-        ``users``; with ``data_dir`` ``conversations``, ``sentence_vectors``).
+    :returns: Counts: ``chunks``, ``query_log_rows``, ``api_keys``, ``feedback``, ``kept_questions`` (with
+        ``directory`` ``tag_owners`` and ``users``; with ``data_dir`` ``conversations``, ``sentence_vectors``).
     :raises LifecycleError: If ``user_id`` is blank.
     """
     # The user's documents are known only before they are deleted: their sentence vectors go with them.
@@ -131,6 +136,8 @@ def erase_user(
         report.update(directory.erase_user(user_id, tenant_id))
     if data_dir is not None:
         report["conversations"] = erase_conversations(Path(data_dir) / CONVERSATIONS_FILE, tenant_id, user_id)
+    report["feedback"] = FeedbackStore(records.database).erase_user(user_id, tenant_id)
+    report["kept_questions"] = KeptQuestionStore(records.database).erase_user(user_id, tenant_id)
     report.update(records.erase_user(user_id, tenant_id, counts=report))
     return report
 

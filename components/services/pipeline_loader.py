@@ -33,6 +33,7 @@ from haystack import Pipeline
 
 from components.core.errors import SourceboundError
 from components.runtime.offline import configure_offline, embedding_model_path
+from components.services.planned_pipeline import PlannedPipeline
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 
@@ -128,6 +129,7 @@ def load_pipeline(
             )
         data["components"][component_name].setdefault("init_parameters", {}).update(params)
     try:
-        return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+        # Haystack's Pipeline with its acyclic graphs run in a planned order (components.services.planned_pipeline).
+        return PlannedPipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
     except Exception as error:
         raise PipelineConfigError(f"Pipeline {name} does not load: {error}") from error

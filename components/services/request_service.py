@@ -7,6 +7,9 @@ indexing and lifecycle services, whoever asks (the HTTP wrappers, chat, MCP, the
   request, answered or failed, leaves a query-log row (``components.stores.record_store``); an answer with a
   ``conversation_id`` takes the conversation's history and is recorded as its next turn (docs/contract.md,
   "Conversations");
+* every read gets a ``query_id`` (in its result and its query-log row: what ``POST /feedback`` names), and an
+  answer's quality (cited, routed, declined, empty) goes to the observer and to the knowledge gaps
+  (``components.services.knowledge_gaps``; docs/contract.md, "Feedback and knowledge gaps");
 * index changes (index, invalidate, flags, tenant delete) run under one write lock, so a re-index, an
   invalidation and a flag update of the same document never interleave, and leave index events.
 
@@ -29,6 +32,7 @@ answer = requests.answer({"query": "How many leave days?", "conversation_id": "c
 import logging
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +45,8 @@ from components.core.requester import Identity, with_identity
 from components.core.span_tags import tag_span
 from components.services import document_lifecycle
 from components.services.erasure_service import erase_tenant
+from components.services.knowledge_gaps import KnowledgeGaps
+from components.services.query_service import CONTEXT_TAG
 from components.services.request_observer import RequestObserver
 from components.stores.sentence_vector_cache import erase_sentence_vectors
 
@@ -89,6 +95,7 @@ class RequestService:
     :param data_dir: The data dir (sentence vectors, conversations and glossary files for erasure).
     :param keys_file: The API keys file (erased with a tenant), or ``None``.
     :param observer: Told what each request did (metrics); by default nobody is.
+    :param gaps: Told what each answer says about the documents (kept questions, routed events); ``None``: nobody.
     """
 
     def __init__(
@@ -97,11 +104,13 @@ class RequestService:
         data_dir: Path,
         keys_file: Path | None = None,
         observer: RequestObserver | None = None,
+        gaps: KnowledgeGaps | None = None,
     ) -> None:
         self.resources = resources
         self.data_dir = Path(data_dir)
         self.keys_file = keys_file
         self.observer = observer or RequestObserver()
+        self.gaps = gaps
 
     # ------------------------------------------------------------------ reads
 
@@ -134,18 +143,22 @@ class RequestService:
         """Retrieval only; records latency, result count and tokens."""
         payload = with_identity(request, identity)
         mode = str(payload.get("search_mode") or "hybrid")
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.queries.search(payload))
         except Exception as error:
-            self._failed(error, endpoint, payload, identity, started, search_mode=mode)
+            self._failed(error, endpoint, payload, identity, started, search_mode=mode, query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count, tokens = len(result.get("results", [])), int(result.get("tokens_used") or 0)
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, mode, latency_ms / 1000, count, tokens)
+        self.observer.search_quality(identity.tenant_id, count == 0)
         self._log_query(
-            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens
-        )
+            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens,
+            query_id=query_id,
+        )  # fmt: skip
         # The request's summary on Hayhooks' pipeline-run span (each component tags its own counts).
         tag_span(
             {
@@ -171,22 +184,36 @@ class RequestService:
             # The conversation's summary and recent turns are the history (docs/contract.md, "Conversations").
             request["chat_history"] = self.resources.conversations.history_for(conversation_id, identity, request)
         payload = with_identity(request, identity)
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.queries.rag(payload))
         except Exception as error:
-            self._failed(error, endpoint, payload, identity, started, model=payload.get("model"))
+            self._failed(error, endpoint, payload, identity, started, model=payload.get("model"), query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count = int(result.get("context_chunks_used") or 0)
         tokens = int(result.get("context_tokens_used") or 0)
         action = result.get("action")
         confidence = (result.get("confidence") or {}).get("overall")
+        route = result.get("route_to") or {}
+        # The tag a question is filed under: the routed tag, else the router's primary context tag.
+        context_tag = result.pop(CONTEXT_TAG, None)
+        tag = route.get("tag") if action == "ROUTE" else context_tag
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, "hybrid", latency_ms / 1000, count, tokens, action)
+        self.observer.answer_quality(identity.tenant_id, tag, answer_result(action, count, route))
         self._log_query(
             endpoint, payload, identity, latency_ms, search_mode="hybrid", model=result.get("model_used"),
-            result_count=count, tokens_used=tokens, action=action, confidence=confidence,
+            result_count=count, tokens_used=tokens, action=action, confidence=confidence, query_id=query_id, tag=tag,
         )  # fmt: skip
+        if self.gaps is not None:
+            try:
+                self.gaps.answered(
+                    query_id=query_id, identity=identity, question=payload["query"], result=result, endpoint=endpoint
+                )
+            except Exception:  # the answer was given: keeping its question must not fail it
+                logger.exception("Could not record the answer for the knowledge gaps.")
         tag_span(
             {
                 "sourcebound.tenant_id": identity.tenant_id,
@@ -207,18 +234,22 @@ class RequestService:
         """Context for a message, no answer; records latency, chunks and tokens used."""
         payload = with_identity(request, identity)
         logged = {"query": payload.get("message", "")}  # the query log's text column holds the message
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.enrichment.enrich(payload))
         except Exception as error:
-            self._failed(error, endpoint, logged, identity, started, search_mode="hybrid")
+            self._failed(error, endpoint, logged, identity, started, search_mode="hybrid", query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count, tokens = int(result.get("context_chunks_used") or 0), int(result.get("tokens_used") or 0)
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, "hybrid", latency_ms / 1000, count, tokens)
+        self.observer.search_quality(identity.tenant_id, count == 0)
         self._log_query(
-            endpoint, logged, identity, latency_ms, search_mode="hybrid", result_count=count, tokens_used=tokens
-        )
+            endpoint, logged, identity, latency_ms, search_mode="hybrid", result_count=count, tokens_used=tokens,
+            query_id=query_id,
+        )  # fmt: skip
         return result
 
     # ------------------------------------------------------------------ index changes
@@ -358,6 +389,24 @@ class RequestService:
         if verified is not None:
             result["verified"] = verified
         return result
+
+
+def new_query_id() -> str:
+    """A new ``query_id``: 128 random bits, so one asker can never guess another's."""
+    return uuid.uuid4().hex
+
+
+def answer_result(action: str | None, context_chunks: int, route: dict[str, Any]) -> str:
+    """
+    An answer's quality result (docs/contract.md, "Feedback and knowledge gaps"): ``cited``; ``empty`` (routed with
+    no context chunk at all); ``declined`` (routed to the administrator: nobody owns the tag); ``routed`` (to the
+    tag's owner).
+    """
+    if action != "ROUTE":
+        return "cited"
+    if not context_chunks:
+        return "empty"
+    return "declined" if route.get("fallback", True) else "routed"
 
 
 def _count(outcome: Any, *keys: str) -> int:

@@ -366,6 +366,14 @@ class SyncState:
         job["error"] = row[9]
         return job
 
+    def recent_jobs(self, source: str, limit: int = 10) -> list[dict[str, Any]]:
+        """A source's newest jobs first, as :meth:`job` shows each."""
+        rows = self._query(
+            "SELECT id FROM jobs WHERE source = :source ORDER BY created_at DESC, id DESC LIMIT :limit",
+            {"source": source, "limit": limit},
+        )
+        return [job for (job_id,) in rows if (job := self.job(job_id)) is not None]
+
     def count_jobs(self, *statuses: str) -> int:
         statement = sa.text("SELECT COUNT(*) FROM jobs WHERE status IN :statuses").bindparams(
             sa.bindparam("statuses", expanding=True)

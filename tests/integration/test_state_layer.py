@@ -26,7 +26,9 @@ from components.generators.conversation_summarizer import ExtractiveConversation
 from components.services.conversation_service import ConversationService, ConversationSettings
 from components.stores import key_store
 from components.stores.conversation_store import erase_conversations
+from components.stores.feedback_store import FeedbackStore
 from components.stores.glossary_store import GlossaryStore
+from components.stores.kept_question_store import KeptQuestionStore
 from components.stores.key_store import ApiKeyStore, SqlApiKeys
 from components.stores.record_store import QueryLogWriter, RecordStore
 from components.stores.state import STORES, open_state
@@ -38,7 +40,7 @@ from components.stores.tag_directory import TagDirectory, TagOwner
 pytestmark = pytest.mark.integration
 
 PRE_STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state" / "pre_state_layer"
-HEADS = {"keys": "keys_0001", "tags": "tags_0001", "records": "records_0001", "glossary": "glossary_0001",
+HEADS = {"keys": "keys_0001", "tags": "tags_0001", "records": "records_0002", "glossary": "glossary_0001",
          "conversations": "conversations_0002", "sources": "sources_0003"}  # fmt: skip
 ALICE = Identity(tenant_id="acme", user_tags=("hr",), user_id="u-alice")
 
@@ -183,6 +185,28 @@ class TestRecords:
         store.close()
         with pytest.raises(ValueError, match="SOURCEBOUND_QUERY_HASH_KEY must be at least 32"):
             RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="short")
+
+    def test_feedback_kept_questions_and_the_askers_query_on_either_engine(self, state_url, tmp_path):
+        store = RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="")
+        store.log_query(endpoint="rag", tenant_id="acme", user_id=None, query="q", latency_ms=1, query_id="q-1",
+                        tag="hr", action="ROUTE", result_count=0)  # fmt: skip
+        assert store.asked_query("q-1", tenant_id="acme", user_id=None, key_id=None)["tag"] == "hr"
+        assert store.asked_query("q-1", tenant_id="acme", user_id="u1", key_id=None) is None
+        assert store.answer_quality("acme", since=0) == [
+            {"tag": "hr", "answers": 1, "cited": 0, "routed": 1, "empty": 1}
+        ]
+        assert store.search_quality("acme", since=0) == {"searches": 0, "empty": 0}
+        feedback, kept = FeedbackStore(store.database), KeptQuestionStore(store.database)
+        feedback.record(query_id="q-1", tenant_id="acme", user_id=None, key_id=None, rating="up", tag="hr")
+        feedback.record(
+            query_id="q-1", tenant_id="acme", user_id=None, key_id=None, rating="down", comment="no", tag="hr"
+        )
+        assert kept.keep(query_id="q-1", tenant_id="acme", user_id=None, kind="routed", tag="hr", question="q")
+        assert not kept.keep(query_id="q-1", tenant_id="acme", user_id=None, kind="thumbs_down", tag="hr", question="q")
+        assert [(row["rating"], row["comment"]) for row in feedback.recent("acme")] == [("down", "no")]
+        assert feedback.counts("acme", since=0) == {"hr": {"up": 0, "down": 1}}
+        assert feedback.erase_tenant("acme") == 1 and kept.erase_tenant("acme") == 1
+        store.close()
 
     def test_events_and_erasure(self, state_url, tmp_path):
         store = RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="")

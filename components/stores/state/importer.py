@@ -35,7 +35,15 @@ STORE_FILES = {
     "tags": ("tags.sqlite", ("users", "tags")),
     "records": (
         "records.sqlite",
-        ("query_log", "index_events", "applied_events", "event_positions", "event_attempts"),
+        (
+            "query_log",
+            "index_events",
+            "applied_events",
+            "event_positions",
+            "event_attempts",
+            "feedback",
+            "kept_questions",
+        ),  # fmt: skip
     ),
     "glossary": ("glossary.sqlite", ("glossary_vocabularies",)),
     "conversations": (

@@ -11,6 +11,8 @@ from components.services.conversation_service import ConversationService, Conver
 from components.services.erasure_service import erase_tenant, erase_user, purge_due
 from components.stores import key_store
 from components.stores.conversation_store import CONVERSATIONS_FILE
+from components.stores.feedback_store import FeedbackStore
+from components.stores.kept_question_store import KeptQuestionStore
 from components.stores.record_store import RecordStore
 from components.stores.sync_state import SYNC_STATE_FILE, SyncState, WebPage
 from components.stores.tag_directory import TagDirectory
@@ -38,9 +40,12 @@ class TestEraseFunctions:
             "chunks": 2,
             "api_keys": 0,
             "query_log_rows": 1,
+            "feedback": 0,
+            "kept_questions": 0,
         }
         assert erase_tenant(store, "a", records=records, directory=None, keys_file=None) == {
-            "chunks": 0, "tag_owners": 0, "api_keys": 0, "query_log_rows": 0, "index_events": 0,
+            "chunks": 0, "tag_owners": 0, "api_keys": 0, "query_log_rows": 0, "index_events": 0, "feedback": 0,
+            "kept_questions": 0,
         }  # fmt: skip
         records.close()
         store.close()
@@ -58,7 +63,8 @@ class TestEraseFunctions:
         records = RecordStore(tmp_path / "records.sqlite")
         report = erase_user(store, "u-x", "a", records=records, keys_file=keys_file, data_dir=tmp_path)
         assert report == {
-            "chunks": 0, "sentence_vectors": 0, "api_keys": 1, "conversations": 1, "query_log_rows": 0
+            "chunks": 0, "sentence_vectors": 0, "api_keys": 1, "conversations": 1, "query_log_rows": 0, "feedback": 0,
+            "kept_questions": 0,
         }  # fmt: skip
         assert sorted((r.tenant_id, r.user_id) for r in key_store.list_keys(keys_file)) == [("a", "u-y"), ("b", "u-x")]
         (tombstone,) = records.events()
@@ -66,6 +72,37 @@ class TestEraseFunctions:
         assert time.time() - tombstone["created_at"] < 60
         records.close()
         store.close()
+
+    @pytest.mark.parametrize("erase", ["tenant", "user"])
+    def test_kept_questions_and_feedback_are_erased_from_the_rows_and_the_file(self, tmp_path, erase):
+        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
+        records = RecordStore(tmp_path / "records.sqlite")
+        kept, feedback = KeptQuestionStore(records.database), FeedbackStore(records.database)
+        for tenant, user, marker in (("a", "u-x", "QUOKKA-7741"), ("b", "u-x", "WOMBAT-1180"), ("a", "u-y", "EMU-5")):
+            query_id = f"{tenant}-{user}"
+            kept.keep(query_id=query_id, tenant_id=tenant, user_id=user, kind="routed", tag="hr",
+                      question=f"Where is {marker}?")  # fmt: skip
+            feedback.record(query_id=query_id, tenant_id=tenant, user_id=user, key_id=None, rating="down",
+                            comment=f"{marker} is missing")  # fmt: skip
+        if erase == "tenant":
+            report = erase_tenant(store, "a", records=records, directory=None, keys_file=None)
+            gone, left = ("QUOKKA-7741", "EMU-5"), ("WOMBAT-1180",)
+        else:
+            report = erase_user(store, "u-x", "a", records=records, keys_file=None)
+            gone, left = ("QUOKKA-7741",), ("WOMBAT-1180", "EMU-5")
+        assert (report["kept_questions"], report["feedback"]) == (len(gone), len(gone))
+        remaining = [row["question"] for tenant in ("a", "b") for row in kept.questions(tenant)]
+        assert sorted(remaining) == sorted(f"Where is {marker}?" for marker in left)
+        comments = [row["comment"] for tenant in ("a", "b") for row in feedback.recent(tenant)]
+        assert sorted(comments) == sorted(f"{marker} is missing" for marker in left)
+        records.close()
+        store.close()
+        # secure_delete zeroes the freed pages and the WAL was truncated: no byte of the erased text is left.
+        stored = b"".join(path.read_bytes() for path in tmp_path.glob("records.sqlite*") if path.is_file())
+        for marker in gone:
+            assert marker.encode() not in stored
+        for marker in left:
+            assert marker.encode() in stored
 
 
 @pytest.mark.integration

@@ -21,7 +21,7 @@ from components.services.conversation_service import (
     ConversationSettings,
 )
 from components.services.request_observer import RequestObserver
-from components.services.request_service import RequestService
+from components.services.request_service import RequestService, answer_result
 from components.stores import key_store
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.record_store import RecordStore
@@ -164,6 +164,51 @@ class TestRequestServiceReads:
         assert resources.queries.payloads == []  # refused before the pipeline ran
         resources.records.flush()
         assert resources.records.queries() == []
+
+    def test_every_read_carries_a_query_id_logged_with_its_tag(self, resources, tmp_path):
+        class Quality(Observed):
+            def answer_quality(self, tenant_id, tag, result):
+                self.calls.append(("quality", tenant_id, tag, result))
+
+            def search_quality(self, tenant_id, empty):
+                self.calls.append(("search_quality", tenant_id, empty))
+
+        observer = Quality()
+        resources.queries.rag = lambda payload: {**ANSWER, "context_tag": "hr"}  # what QueryService adds
+        requests = service(resources, tmp_path, observer)
+        answer = requests.answer({"query": "leave?"}, SAM)
+        found = requests.search({"query": "leave"}, SAM)
+        assert "context_tag" not in answer  # the service's own record, never a response field
+        assert len({answer["query_id"], found["query_id"]}) == 2 and len(answer["query_id"]) == 32
+        assert ("quality", "acme", "hr", "cited") in observer.calls
+        assert ("search_quality", "acme", False) in observer.calls
+        rows = {row["query_id"]: row for row in resources.records.queries()}
+        assert rows[answer["query_id"]]["tag"] == "hr" and rows[found["query_id"]]["tag"] is None
+
+    def test_a_routed_answer_is_filed_under_its_route_tag_and_told_to_the_gaps(self, resources, tmp_path):
+        routed = {**ANSWER, "action": "ROUTE", "context_chunks_used": 0, "context_tag": None,
+                  "route_to": {"tag": "system", "fallback": True, "owner_email": "admin@acme.example"}}  # fmt: skip
+        resources.queries.rag = lambda payload: dict(routed)
+        told = []
+
+        class Gaps:
+            def answered(self, **fields):
+                told.append(fields)
+                raise RuntimeError("a full disk")  # must not fail the answered request
+
+        requests = RequestService(resources, data_dir=tmp_path, gaps=Gaps())
+        answer = requests.answer({"query": "printer?"}, SAM, endpoint="chat")
+        assert answer["action"] == "ROUTE"
+        (fields,) = told
+        assert (fields["query_id"], fields["question"], fields["endpoint"]) == (answer["query_id"], "printer?", "chat")
+        (row,) = resources.records.queries()
+        assert (row["tag"], row["action"], row["query_id"]) == ("system", "ROUTE", answer["query_id"])
+
+    def test_answer_results_name_cited_routed_declined_and_empty(self):
+        assert answer_result("CITE", 3, {}) == "cited"
+        assert answer_result("ROUTE", 0, {"fallback": True}) == "empty"
+        assert answer_result("ROUTE", 2, {"fallback": True}) == "declined"
+        assert answer_result("ROUTE", 2, {"fallback": False}) == "routed"
 
 
 @pytest.fixture
