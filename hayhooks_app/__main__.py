@@ -45,6 +45,11 @@ def build_app(args: argparse.Namespace):
 
     settings = Settings.from_env()
     tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
+    # Query text, conversations and documents: nobody else on the machine reads the data dir, including files
+    # created later by SQLite, Qdrant Edge or git (docs/operations.md, "Running the service").
+    from components.runtime.data_dir import secure_data_dir
+
+    secure_data_dir(settings.data_dir)
     threads = resolve_threads(None)
     # Haystack's per-component input copies were half of a /search request's CPU (bench/README.md, "Profile").
     install_fast_input_copy()

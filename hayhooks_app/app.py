@@ -49,6 +49,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from components.services.document_catalog import stale_counts
+from components.services.erasure_service import purge_due
 from components.stores.sentence_vector_cache import prune_sentence_vectors
 from hayhooks_app.browser_guard import BrowserGuard
 from hayhooks_app.cli import build_parser
@@ -181,6 +182,18 @@ async def _prune_periodically(container: ServiceContainer) -> None:
                 logger.info("Pruned %d sentence vectors of deleted documents.", vectors)
         except Exception:
             logger.exception("Pruning the records failed.")
+        await _purge_deleted(container)
+
+
+async def _purge_deleted(container: ServiceContainer) -> None:
+    # Invalidated and replaced chunks leave the store's files within SOURCEBOUND_PURGE_AFTER_SECONDS
+    # (docs/contract.md, "Deletion"); erasures purged at once.
+    try:
+        report = await run_in_threadpool(purge_due, container.store, container.settings.purge_after_s)
+        if report:
+            logger.info("Purged deleted chunks from the store's files: %s", report)
+    except Exception:
+        logger.exception("Purging deleted chunks from the store failed; the next pruning run tries again.")
 
 
 def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: LocalAdmin) -> None:
@@ -198,6 +211,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             if summary["corpus"] or summary["tags_loaded"]:
                 logger.info("First start: %s", summary)
             await run_in_threadpool(container.prune)
+            await _purge_deleted(container)
             return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)

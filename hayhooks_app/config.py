@@ -110,6 +110,8 @@ class Settings:
     :param query_log_text: ``full`` stores query text in the query log, ``hash`` stores only a keyed hash.
     :param records_retention_days: Records older than this are pruned (0 keeps them forever).
     :param records_prune_interval_s: How often pruning runs while serving.
+    :param purge_after_s: The longest an invalidated or replaced chunk's text stays in the store's files; the
+        pruning task compacts the store once its oldest deletion is this old (docs/contract.md, "Deletion").
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
@@ -145,6 +147,7 @@ class Settings:
     query_log_text: str = "full"
     records_retention_days: int = 30
     records_prune_interval_s: int = 3600
+    purge_after_s: int = 86400
     bootstrap_corpus: bool = True
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
@@ -193,6 +196,7 @@ class Settings:
             query_log_text=env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
             records_retention_days=env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
             records_prune_interval_s=env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
+            purge_after_s=env_int("SOURCEBOUND_PURGE_AFTER_SECONDS", 86400, 0),
             bootstrap_corpus=env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
             sample_corpus_dir=sample_corpus_dir,
             limits=Limits.from_env(),

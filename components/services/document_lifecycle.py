@@ -17,6 +17,7 @@ exactly like an id that does not exist.
   without re-embedding (retrieval's ``exclude_tainted``/``verified_only`` read them);
 * :func:`delete_tenant` removes everything of a tenant;
 * :func:`delete_user` removes a user's private documents (``user`` and ``project`` scope owned by the user);
+  both are erasures (:func:`erase_by_filter`): the store's files no longer hold the chunks when they return;
 * :func:`stats` counts chunks, documents and flags, per tenant.
 
 Each returns what the API responds and what the index event log records
@@ -33,6 +34,7 @@ set_flags(store, "acme", ["doc-3"], tainted=True)  # 4 (chunks updated)
 ```
 """
 
+import inspect
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -272,7 +274,20 @@ def delete_tenant(store: DocumentStore, tenant_id: str) -> int:
     :returns: The number of chunks removed.
     :raises LifecycleError: If ``tenant_id`` is missing.
     """
-    return store.delete_by_filter(tenant_filter(_check_tenant(tenant_id)))
+    return erase_by_filter(store, tenant_filter(_check_tenant(tenant_id)))
+
+
+def erase_by_filter(store: DocumentStore, filters: dict[str, Any]) -> int:
+    """
+    Delete the chunks matching ``filters`` as an erasure (docs/contract.md "Deletion"): on a store that can purge
+    (the Qdrant Edge store) no file of it holds them when this returns. A Qdrant server reclaims the space of
+    deleted points with its own optimiser.
+
+    :returns: The number of chunks removed.
+    """
+    if "purge" in inspect.signature(store.delete_by_filter).parameters:
+        return store.delete_by_filter(filters, purge=True)
+    return store.delete_by_filter(filters)
 
 
 def user_documents_filter(user_id: str, tenant_id: str | None = None) -> dict[str, Any]:
@@ -301,7 +316,7 @@ def delete_user(store: DocumentStore, user_id: str, tenant_id: str | None = None
         raise LifecycleError("user_id is required")
     if tenant_id is not None:
         _check_tenant(tenant_id)
-    return store.delete_by_filter(user_documents_filter(user_id, tenant_id))
+    return erase_by_filter(store, user_documents_filter(user_id, tenant_id))
 
 
 def stats(store: DocumentStore, tenant_id: str | None = None) -> dict[str, Any]:

@@ -173,6 +173,7 @@ class EventOutbox:
             result = connection.execute(
                 sa.text("DELETE FROM event_outbox WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
             )
+        self.database.checkpoint()  # erased events leave the WAL too (docs/contract.md, "Deletion")
         return result.rowcount or 0
 
     def close(self) -> None:

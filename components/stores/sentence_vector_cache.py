@@ -83,6 +83,8 @@ class SentenceVectorCache:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # Deleted vectors are zeroed in the file, and ``truncate_log`` empties the WAL (docs/contract.md, "Deletion").
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(_SCHEMA)
         self._db.commit()
         row = self._db.execute("SELECT value FROM cache_info WHERE name = 'model'").fetchone()
@@ -162,6 +164,11 @@ class SentenceVectorCache:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM sentence_vectors").fetchone()[0]
 
+    def truncate_log(self) -> None:
+        """Copy the write-ahead log into the file and empty it, so that deleted rows leave the log too."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Close the file."""
         with self._lock:
@@ -191,8 +198,12 @@ def erase_sentence_vectors(data_dir: str | Path, tenant_id: str, document_ids: I
         if cache is None:
             return 0
         if document_ids is None:
-            return cache.delete_tenant(tenant_id)
-        return cache.delete_documents(tenant_id, document_ids)
+            removed = cache.delete_tenant(tenant_id)
+        else:
+            removed = cache.delete_documents(tenant_id, document_ids)
+        if removed:
+            cache.truncate_log()
+        return removed
 
 
 def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -> int:
@@ -220,4 +231,6 @@ def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -
                     for document in store.filter_documents({"operator": "AND", "conditions": conditions})
                 }
                 removed += cache.delete_documents(tenant_id, [document for document in part if document not in held])
+        if removed:
+            cache.truncate_log()
     return removed

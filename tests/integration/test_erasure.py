@@ -118,7 +118,8 @@ class TestTenantDelete:
             "tenant_id": "acme", "chunks_removed": 4,
             # index_events: the indexing and the glossary load.
             "removed": {"chunks": 4, "query_log_rows": 4, "index_events": 2, "tag_owners": 1, "api_keys": 2,
-                        "conversations": 2, "glossary": 1, "sentence_vectors": 4, "feedback": 2, "kept_questions": 2},
+                        "conversations": 2, "glossary": 1, "sentence_vectors": 4, "feedback": 2, "kept_questions": 2,
+                        "source_mirrors": 0, "sync_rows": 0},
         }  # fmt: skip
         assert data_dir.searched_after == []
 
@@ -152,6 +153,8 @@ class TestTenantDelete:
             "sentence_vectors": 4,
             "feedback": 2,
             "kept_questions": 2,
+            "source_mirrors": 0,
+            "sync_rows": 0,
         }
         assert rows(records, "SELECT count(*) FROM query_log WHERE tenant_id = 'globex'") == [(4,)]
         assert rows(records, "SELECT count(*) FROM index_events WHERE tenant_id = 'globex'") == [(2,)]
@@ -198,8 +201,8 @@ class TestUserDelete:
         assert code == 0, out
         assert json.loads(out) == {
             "user_id": "u-alice", "tenant_id": "globex",
-            "removed": {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "conversations": 1, "feedback": 1,
-                        "kept_questions": 1, "query_log_rows": 2},
+            "removed": {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "tag_owners": 1, "users": 1,
+                        "conversations": 1, "feedback": 1, "kept_questions": 1, "query_log_rows": 2},
         }  # fmt: skip
         # The reader's stored sentence vectors of alice's private documents went with them; bob's stay.
         assert sorted(
@@ -232,19 +235,9 @@ class TestUserDelete:
             assert rows(records, f"SELECT user_id FROM {table} WHERE tenant_id = 'globex'") == [("u-bob",)]  # noqa: S608
         tombstone = rows(records, "SELECT tenant_id, details FROM index_events WHERE event = 'delete_user'")
         assert [(tenant, json.loads(details)) for tenant, details in tombstone] == [
-            (
-                "globex",
-                {
-                    "chunks": 2,
-                    "sentence_vectors": 2,
-                    "api_keys": 1,
-                    "conversations": 1,
-                    "feedback": 1,
-                    "kept_questions": 1,
-                    "query_log_rows": 2,
-                },
-            )
-        ]
+            ("globex", {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "tag_owners": 1, "users": 1,
+                        "conversations": 1, "feedback": 1, "kept_questions": 1, "query_log_rows": 2})
+        ]  # fmt: skip
         assert "u-alice" not in tombstone[0][1]
         users = [entry.get("user_id") for entry in json.loads((data_dir.path / "api_keys.json").read_text())["keys"]]
         assert users == [None]

@@ -377,7 +377,10 @@ class TestDataDirWrittenBeforeTheStateLayer:
         monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
         imported = import_data_dir(data)
         assert imported == {"tags": 3, "records": 5, "glossary": 1, "conversations": 3, "sources": 4}
-        assert (data / "tags.sqlite.imported").exists() and not (data / "tags.sqlite").exists()
+        # Verified, then deleted: nothing of the file stays beside the shared database (docs/contract.md, "Deletion").
+        assert not [
+            path.name for path in data.iterdir() if path.name.endswith((".sqlite", "-wal", "-shm", ".imported"))
+        ]
         assert import_data_dir(data) == {}  # nothing left to import
         records = RecordStore(data / "records.sqlite", "full")
         key = bytes.fromhex((data / "records.sqlite.key").read_text().strip())
@@ -393,9 +396,21 @@ class TestDataDirWrittenBeforeTheStateLayer:
         assert len(service.get(conversation, ALICE)["messages"]) == 4
         keys = ApiKeyStore(data / "api_keys.json")
         keys.prepare()
-        assert not (data / "api_keys.json").exists() and (data / "api_keys.json.imported").exists()
+        assert not (data / "api_keys.json").exists() and not (data / "api_keys.json.imported").exists()
         assert keys.lookup("sb_pre_state_service_key_00000000000000000000").act_as_users == ("u-*",)
-        assert json.loads((data / "api_keys.json.imported").read_text())["keys"]
+
+    def test_files_an_earlier_import_renamed_are_removed(self, postgres_url, tmp_path, monkeypatch):
+        data = tmp_path / "data"
+        shutil.copytree(PRE_STATE, data)
+        monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
+        assert import_data_dir(data)["tags"] == 3
+        # What an earlier version left: the imported files renamed, holding rows the database may have erased since.
+        shutil.copy(PRE_STATE / "tags.sqlite", data / "tags.sqlite.imported")
+        shutil.copy(PRE_STATE / "api_keys.json", data / "api_keys.json.imported")
+        assert import_data_dir(data) == {}
+        ApiKeyStore(data / "api_keys.json").prepare()
+        assert not list(data.glob("*.imported"))
+        assert TagDirectory("unused").lookup("acme", "hr").owner_user_id == "u-hr-lead"
 
 
 class TestStateCommand:
@@ -409,7 +424,7 @@ class TestStateCommand:
         monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
         assert main(["state", "import", "--data-dir", str(data)]) == 0
         imported = json.loads(capsys.readouterr().out)["imported_rows"]
-        assert imported["tags"] == 3 and (data / "api_keys.json.imported").exists()
+        assert imported["tags"] == 3 and not (data / "api_keys.json").exists()
         assert main(["state", "status", "--data-dir", str(data)]) == 0
         status = json.loads(capsys.readouterr().out)
         assert {store: entry["revision"] for store, entry in status.items()} == HEADS
