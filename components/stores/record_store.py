@@ -601,7 +601,8 @@ class RecordStore:
     def queries(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The newest query-log rows, newest first (queued rows are written first)."""
         self.flush()
-        return self._select("query_log", limit, tenant_id)
+        # When asked, not when written: each replica's writer batches its rows, so ids follow flushes.
+        return self._select("query_log", limit, tenant_id, order="created_at DESC, id DESC")
 
     def events(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The newest index events, newest first (``document_ids`` and ``details`` decoded)."""
