@@ -208,6 +208,8 @@ class TestWrites:
             "conversations": 0,
             "glossary": 0,
             "sentence_vectors": 0,
+            "source_mirrors": 0,
+            "sync_rows": 0,
             "feedback": 0,
             "kept_questions": 0,
         }
