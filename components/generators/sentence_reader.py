@@ -24,12 +24,16 @@ the best sentence, plus the next best when it scores within ``second_sentence_ga
 it (at most ``max_sentences``, within ``max_answer_chars``), in document order, each
 followed by its ``[SourceId: ...]``.
 
-Declining is a decision on the same evidence: ``decision = best score + margin_weight *
-margin`` (``margin``: the best score minus the best score of any other sentence, i.e.
-how clearly one sentence stands out). Below ``min_decision_score`` the answer is the
-specification's "I don't have enough information ..." sentence.
+Declining is a calibrated decision on the same evidence (docs/reader.md, "Decline rule"): the reader
+computes a handful of evidence features (the best sentence's similarity and term coverage, its lead over
+the runner-up, the question's exact and rare terms the context or the chosen chunk lacks, whether the
+asked-for kind of token is there, whether the dense and keyword sides agree, support across chunks, the
+retrieval similarity) and a small logistic model (:class:`components.core.abstention_model.AbstentionModel`,
+coefficients in a versioned JSON file named in YAML) turns them into the probability that the context
+answers the question. Below the model's threshold the answer is the specification's "I don't have enough
+information ..." sentence.
 
-The ``evidence`` output carries the figures and ``support``, the decision mapped
+The ``evidence`` output carries the features, the probability and ``support``, the probability mapped
 monotonically onto 0-1 with ``support_at_threshold`` at the decline boundary, which
 :class:`components.scorers.hybrid_confidence_scorer.HybridConfidenceScorer` uses as its coverage part.
 """
@@ -38,18 +42,26 @@ import math
 import re
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import regex
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.abstention_model import AbstentionModel
+from components.core.chunk_context import CONTEXT_HEADER_FIELD
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.similarity import cosine_similarity
 from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, text_language, words
 
 READER_MODEL_NAME = "extractive"
+# The packaged abstention model: a bare file name is read from this folder (see ``SentenceReader``).
+DEFAULT_ABSTENTION_MODEL = "sentence_reader_abstention.json"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# Sentences within this of the best score count as support for it from their chunk ("support_chunks").
+_SUPPORT_BAND = 0.1
 
 # Exact terms of a query (see the module doc): matched verbatim, case-sensitively, in a sentence.
 _OPTION_RE = re.compile(r"(?<![\w-])--?[A-Za-z][A-Za-z0-9_-]*")
@@ -197,10 +209,9 @@ class SentenceReader:
         self,
         lexical_weight: float = 0.2,
         exact_weight: float = 0.1,
-        margin_weight: float = 1.0,
-        missing_term_penalty: float = 0.4,
         answer_type_weight: float = 0.3,
-        min_decision_score: float = 0.75,
+        abstention_model: str = DEFAULT_ABSTENTION_MODEL,
+        decision_threshold: float | None = None,
         second_sentence_gap: float = 0.25,
         support_at_threshold: float = 0.8,
         max_sentences: int = 2,
@@ -212,13 +223,13 @@ class SentenceReader:
         """
         :param lexical_weight: Weight of the query's IDF-weighted term coverage in a sentence's score.
         :param exact_weight: Weight of the share of the query's exact terms (numbers, options, names) a sentence holds.
-        :param margin_weight: Weight of the best sentence's lead over the runner-up in the decline decision.
-        :param missing_term_penalty: Subtracted from the decision score, times the share of the query's exact terms
-            that the whole context never contains (a question naming what the documents never mention).
         :param answer_type_weight: Added, times the sentence's ``lexical`` share, to the score of a sentence holding
             the kind of token the question asks for (a number for "how long", an option or path for "which option")
             that the question lacks; 0 turns answer types (and completing an answer from its block) off.
-        :param min_decision_score: Below this decision score the reader declines.
+        :param abstention_model: The abstention model file (``python -m evaluation.fit_abstention`` writes it). A
+            bare file name is read from ``components/generators/`` (the packaged model); any other path as given.
+        :param decision_threshold: Answer when the model's probability is at least this; ``None``: the threshold
+            the model file names.
         :param second_sentence_gap: A second sentence is added when it scores within this of the best one.
         :param support_at_threshold: ``evidence.support`` at the decline boundary (0-1); answered questions get
             more, declined ones less.
@@ -229,19 +240,22 @@ class SentenceReader:
         :param model_name: Reported as ``model_used``; the only ``model`` a request may name for this backend.
         :param lexical_only_languages: ISO 639 codes of question languages the embedding model does not read; for
             them a sentence's lexical evidence stands in for its similarity. ``None``: ``["zh", "ja", "ko"]``.
+        :raises AbstentionModelError: If the model file is missing or invalid.
         """
         for name, value in {
             "lexical_weight": lexical_weight,
             "exact_weight": exact_weight,
-            "margin_weight": margin_weight,
-            "missing_term_penalty": missing_term_penalty,
             "answer_type_weight": answer_type_weight,
             "second_sentence_gap": second_sentence_gap,
         }.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}.")
-        if not isinstance(min_decision_score, (int, float)) or isinstance(min_decision_score, bool):
-            raise ValueError(f"min_decision_score must be a number, got {min_decision_score!r}.")
+        if decision_threshold is not None and (
+            not isinstance(decision_threshold, (int, float))
+            or isinstance(decision_threshold, bool)
+            or not 0.0 < float(decision_threshold) < 1.0
+        ):
+            raise ValueError(f"decision_threshold must be null or within (0, 1), got {decision_threshold!r}.")
         if not isinstance(support_at_threshold, (int, float)) or not 0.0 < float(support_at_threshold) < 1.0:
             raise ValueError(f"support_at_threshold must be in (0, 1), got {support_at_threshold!r}.")
         if not isinstance(max_sentences, int) or isinstance(max_sentences, bool) or max_sentences < 1:
@@ -250,6 +264,8 @@ class SentenceReader:
             raise ValueError(f"max_answer_chars must be an integer >= 50, got {max_answer_chars!r}.")
         if not insufficient_answer or not model_name:
             raise ValueError("insufficient_answer and model_name must be non-empty.")
+        if not isinstance(abstention_model, str) or not abstention_model:
+            raise ValueError(f"abstention_model must be a file name or path, got {abstention_model!r}.")
         if lexical_only_languages is not None and (
             not isinstance(lexical_only_languages, list)
             or not all(isinstance(code, str) and code for code in lexical_only_languages)
@@ -259,10 +275,9 @@ class SentenceReader:
             )
         self.lexical_weight = float(lexical_weight)
         self.exact_weight = float(exact_weight)
-        self.margin_weight = float(margin_weight)
-        self.missing_term_penalty = float(missing_term_penalty)
         self.answer_type_weight = float(answer_type_weight)
-        self.min_decision_score = float(min_decision_score)
+        self.abstention_model = abstention_model
+        self.decision_threshold = None if decision_threshold is None else float(decision_threshold)
         self.second_sentence_gap = float(second_sentence_gap)
         self.support_at_threshold = float(support_at_threshold)
         self.max_sentences = max_sentences
@@ -273,6 +288,8 @@ class SentenceReader:
         self._lexical_only = frozenset(
             DEFAULT_LEXICAL_ONLY_LANGUAGES if lexical_only_languages is None else lexical_only_languages
         )
+        self._model = AbstentionModel.load(model_path(abstention_model))
+        self.threshold = self._model.threshold if self.decision_threshold is None else self.decision_threshold
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -280,10 +297,9 @@ class SentenceReader:
             self,
             lexical_weight=self.lexical_weight,
             exact_weight=self.exact_weight,
-            margin_weight=self.margin_weight,
-            missing_term_penalty=self.missing_term_penalty,
             answer_type_weight=self.answer_type_weight,
-            min_decision_score=self.min_decision_score,
+            abstention_model=self.abstention_model,
+            decision_threshold=self.decision_threshold,
             second_sentence_gap=self.second_sentence_gap,
             support_at_threshold=self.support_at_threshold,
             max_sentences=self.max_sentences,
@@ -311,8 +327,14 @@ class SentenceReader:
         A sentence that refers back with a pronoun ("In 2022 it was moved ...") is matched lexically together
         with the sentence before it in the same chunk, whose words name what the pronoun stands for.
         """
+        return self._score(query, query_embedding, sentences)[0]
+
+    def _score(
+        self, query: str, query_embedding: list[float], sentences: list[Document]
+    ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        """``score_sentences`` and the query terms' weights (``log(1 + N / (1 + df))``) it used."""
         if not sentences:
-            return []
+            return [], {}
         query_terms = list(dict.fromkeys(content_words(query)))
         texts = []
         for index, sentence in enumerate(sentences):
@@ -350,7 +372,7 @@ class SentenceReader:
                     "score": score,
                 }
             )
-        return scored
+        return scored, weights
 
     def _completion(self, chosen: list[dict[str, Any]], scored: list[dict[str, Any]]) -> dict[str, Any] | None:
         """
@@ -387,64 +409,19 @@ class SentenceReader:
                 )
         return None
 
-    def support(self, decision: float) -> float:
+    def support(self, probability: float) -> float:
         """
-        The decision score mapped onto 0-1, monotonically: ``support_at_threshold`` at ``min_decision_score``,
-        linear to 0 at decision 0 below it and to 1 at decision ``min_decision_score + 1`` above it.
+        The model's probability mapped onto 0-1, monotonically: ``support_at_threshold`` at the decision threshold,
+        linear to 0 at probability 0 below it and to 1 at probability 1 above it.
         """
-        threshold, at = self.min_decision_score, self.support_at_threshold
-        if decision >= threshold:
-            return min(1.0, at + (1.0 - at) * (decision - threshold))
-        if threshold <= 0:
-            return 0.0
-        return max(0.0, at * decision / threshold)
+        threshold, at = self.threshold, self.support_at_threshold
+        if probability >= threshold:
+            return min(1.0, at + (1.0 - at) * (probability - threshold) / (1.0 - threshold))
+        return max(0.0, at * probability / threshold)
 
-    def read(self, query: str, query_embedding: list[float], sentences: list[Document]) -> tuple[str, dict[str, Any]]:
-        """The answer and its evidence (see the module doc)."""
-        scored = self.score_sentences(query, query_embedding, sentences)
-        # Repeated sentences (overlapping chunks) count once: the first occurrence in context order.
-        unique: dict[str, dict[str, Any]] = {}
-        for entry in scored:
-            unique.setdefault(" ".join(words(entry["sentence"].content)), entry)
-        ranked = sorted(unique.values(), key=lambda entry: (-round(entry["score"], 9), _order(entry["sentence"])))
-        if not ranked:
-            evidence = {
-                "support": 0.0,
-                "decision": 0.0,
-                "similarity": 0.0,
-                "margin": 0.0,
-                "lexical": 0.0,
-                "exact": 0.0,
-                "missing_terms": 0.0,
-                "sentences": 0,
-                "answered": False,
-            }
-            return self.insufficient_answer, evidence
+    def _choose(self, ranked: list[dict[str, Any]], scored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The answer's sentences (best first, then close runners-up, then a completion), in document order."""
         best = ranked[0]
-        # The lead is measured without the answer-type bonus: the bonus picks among sentences, and counting it
-        # in the margin as well would let a typed token alone carry a decision (docs/reader.md, "Answer types").
-        untyped_runner_up = max((entry["score"] - entry["type_bonus"] for entry in ranked[1:]), default=None)
-        margin = 0.0 if untyped_runner_up is None else max(0.0, best["score"] - best["type_bonus"] - untyped_runner_up)
-        terms = exact_terms(query)
-        missing = sum(
-            1 for term in terms if not any(contains_exact(entry["sentence"].content or "", term) for entry in scored)
-        )
-        missing_share = missing / len(terms) if terms else 0.0
-        decision = best["score"] + self.margin_weight * max(0.0, margin) - self.missing_term_penalty * missing_share
-        answered = decision >= self.min_decision_score
-        evidence = {
-            "support": round(self.support(decision), 6),
-            "decision": round(decision, 6),
-            "similarity": round(best["similarity"], 6),
-            "margin": round(margin, 6),
-            "lexical": round(best["lexical"], 6),
-            "exact": round(best["exact"], 6),
-            "missing_terms": round(missing_share, 6),
-            "sentences": len(sentences),
-            "answered": answered,
-        }
-        if not answered:
-            return self.insufficient_answer, evidence
         chosen = [best]
         length = len(_part(best["sentence"]))
         for entry in ranked[1:]:
@@ -457,7 +434,101 @@ class SentenceReader:
         completion = self._completion(chosen, scored)
         if completion is not None and length + len(_part(completion["sentence"])) + 1 <= self.max_answer_chars:
             chosen.append(completion)
-        chosen.sort(key=lambda entry: _order(entry["sentence"]))
+        return sorted(chosen, key=lambda entry: _order(entry["sentence"]))
+
+    def evidence_features(
+        self,
+        query: str,
+        scored: list[dict[str, Any]],
+        ranked: list[dict[str, Any]],
+        chosen: list[dict[str, Any]],
+        weights: dict[str, float],
+    ) -> dict[str, float]:
+        """
+        The abstention model's features (docs/reader.md, "Decline rule"), each a plain number:
+
+        * ``similarity``, ``lexical``: the best sentence's cosine to the query and its share of the query's
+          rarity-weighted terms;
+        * ``margin``: its lead over the runner-up, without the answer-type bonus;
+        * ``missing_exact``: the share of the query's exact terms (numbers, options, names) no context sentence
+          or chunk header holds;
+        * ``missing_in_chunk``: the rarity-weighted share of the query's terms absent from the best sentence's
+          whole chunk, its contextual header (document, section) included;
+        * ``type_missing``: 1 when the question asks for a kind of token (a number, an option, a place) and no
+          answer sentence holds one it does not already name;
+        * ``agreement``: 1 when the sentence nearest in meaning (the dense side) and the one holding most of the
+          query's terms (the keyword side) come from the same chunk;
+        * ``support_chunks``: log of the number of chunks holding a sentence within 0.1 of the best score;
+        * ``retrieval``: the highest dense similarity of a context chunk.
+        """
+        best = ranked[0]
+        untyped_runner_up = max((entry["score"] - entry["type_bonus"] for entry in ranked[1:]), default=None)
+        margin = 0.0 if untyped_runner_up is None else max(0.0, best["score"] - best["type_bonus"] - untyped_runner_up)
+        headers = {_source(entry["sentence"]): _header(entry["sentence"]) for entry in scored}
+        context_texts = [entry["sentence"].content or "" for entry in scored] + [h for h in headers.values() if h]
+        terms = exact_terms(query)
+        missing = sum(1 for term in terms if not any(contains_exact(text, term) for text in context_texts))
+        source = _source(best["sentence"])
+        chunk_terms = set(content_words(headers.get(source, "")))
+        for entry in scored:
+            if _source(entry["sentence"]) == source:
+                chunk_terms.update(content_words(entry["sentence"].content or ""))
+        total = sum(weights.values())
+        missing_in_chunk = sum(w for term, w in weights.items() if term not in chunk_terms) / total if total else 0.0
+        kind = answer_type(query)
+        type_missing = kind is not None and not any(entry["typed"] for entry in chosen)
+        dense_best = max(scored, key=lambda entry: (entry["similarity"], -_order(entry["sentence"])[0]))
+        keyword_best = max(scored, key=lambda entry: (entry["lexical"], -_order(entry["sentence"])[0]))
+        supporting = {_source(entry["sentence"]) for entry in ranked if entry["score"] >= best["score"] - _SUPPORT_BAND}
+        retrieval = max((float((entry["sentence"].meta or {}).get("chunk_score") or 0.0) for entry in scored))
+        return {
+            "similarity": float(best["similarity"]),
+            "lexical": float(best["lexical"]),
+            "margin": float(margin),
+            "missing_exact": missing / len(terms) if terms else 0.0,
+            "missing_in_chunk": float(missing_in_chunk),
+            "type_missing": float(type_missing),
+            "agreement": float(_source(dense_best["sentence"]) == _source(keyword_best["sentence"])),
+            "support_chunks": math.log(len(supporting)),
+            "retrieval": retrieval,
+        }
+
+    def read(self, query: str, query_embedding: list[float], sentences: list[Document]) -> tuple[str, dict[str, Any]]:
+        """The answer and its evidence (see the module doc)."""
+        scored, weights = self._score(query, query_embedding, sentences)
+        # Repeated sentences (overlapping chunks) count once: the first occurrence in context order.
+        unique: dict[str, dict[str, Any]] = {}
+        for entry in scored:
+            unique.setdefault(" ".join(words(entry["sentence"].content)), entry)
+        ranked = sorted(unique.values(), key=lambda entry: (-round(entry["score"], 9), _order(entry["sentence"])))
+        if not ranked:
+            evidence = {
+                "support": 0.0,
+                "decision": 0.0,
+                "probability": 0.0,
+                "threshold": self.threshold,
+                "features": {},
+                "model_version": self._model.version,
+                "sentences": 0,
+                "answered": False,
+            }
+            return self.insufficient_answer, evidence
+        chosen = self._choose(ranked, scored)
+        features = self.evidence_features(query, scored, ranked, chosen, weights)
+        probability = self._model.probability(features)
+        answered = probability >= self.threshold
+        evidence = {
+            "support": round(self.support(probability), 6),
+            "decision": round(probability, 6),
+            "probability": round(probability, 6),
+            "threshold": self.threshold,
+            "features": {name: round(value, 6) for name, value in features.items()},
+            "model_version": self._model.version,
+            "sentences": len(sentences),
+            "answered": answered,
+        }
+        if not answered:
+            return self.insufficient_answer, evidence
         return " ".join(_part(entry["sentence"]) for entry in chosen), evidence
 
     @component.output_types(answer=str, model_used=str, generation_time_ms=float, evidence=dict[str, Any])
@@ -503,6 +574,17 @@ def _order(sentence: Document) -> tuple[int, int]:
 def _source(sentence: Document) -> str:
     """The SourceId of the chunk a sentence comes from."""
     return str((sentence.meta or {}).get("source_id", ""))
+
+
+def _header(sentence: Document) -> str:
+    """The contextual header of a sentence's chunk (document, section), as the splitter recorded it."""
+    return str((sentence.meta or {}).get(CONTEXT_HEADER_FIELD) or "")
+
+
+def model_path(name: str) -> Path:
+    """Where an ``abstention_model`` value points: a bare file name beside this module, any other path as given."""
+    path = Path(name)
+    return _PACKAGE_DIR / path if path.name == name else path
 
 
 def _part(sentence: Document) -> str:

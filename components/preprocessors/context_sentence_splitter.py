@@ -14,6 +14,8 @@ sentence keeps where it came from in ``meta``:
 * ``block`` / ``block_position``: its block in the chunk (a paragraph, list item or reference entry,
   :func:`components.core.text_analysis.sentence_blocks`) and its place in that block;
 * ``chunk_score``: the chunk's dense similarity (``None`` when it has none);
+* ``context_header``: the chunk's contextual header (document name, section;
+  :func:`components.core.chunk_context.context_header`);
 * ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors.
 
 Fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are dropped: they
@@ -26,6 +28,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.chunk_context import CONTEXT_HEADER_FIELD, context_header
 from components.core.text_analysis import reading_sentences, source_id_of
 
 
@@ -76,6 +79,8 @@ class ContextSentenceSplitter:
                     "block": block,
                     "block_position": block_position,
                     "chunk_score": document.score,
+                    # Where the chunk belongs (document, section): the reader counts its words as the chunk's.
+                    CONTEXT_HEADER_FIELD: context_header(document.meta or {}),
                 }
                 # Where the indexing pipeline stored this sentence's vector (components/core/sentence_vector_cache.py).
                 for field in ("tenant_id", "document_id"):

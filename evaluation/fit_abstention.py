@@ -1,0 +1,271 @@
+"""
+Fit the reader's abstention model (docs/reader.md, "Decline rule") and report how well it holds on unseen text.
+
+```bash
+.venv/bin/python -m evaluation.fit_abstention                      # collect features, fit, write the model
+.venv/bin/python -m evaluation.fit_abstention --features f.jsonl   # refit from collected features (fast)
+.venv/bin/python -m evaluation.fit_abstention --check              # figures of the current model, nothing written
+```
+
+1. **Collect.** Every dev dataset's corpus is indexed through ``pipelines/indexing.yml`` and each question
+   is asked through ``pipelines/query.yml`` with the reader told to answer everything, so each question
+   gives the reader's evidence features (``evidence.features``), its candidate answer and whether that
+   answer holds a gold span. Features and labels go to ``evaluation/reports/abstention/features.jsonl``.
+2. **Fit.** An L2-regularised logistic regression on the standardised features, label = answerable.
+   Every dataset weighs the same, and within it both classes, so no genre or class dominates by size.
+3. **Cross-validate.** Grouped k-fold (a passage's questions are never on both sides: SQuAD paragraph, man
+   page) and leave-one-dataset-out; the report gives AUROC, declines and gold-span answers per dataset for
+   the in-sample fit beside both, so overfitting shows.
+4. **Threshold.** The probability at which, on the cross-validated predictions, the mean over datasets of
+   ``(declines on unanswerable + gold-span answers on answerable) / 2`` is highest: a question is either
+   answered right or routed to a person.
+
+The model file (``components/generators/sentence_reader_abstention.json``) records all of it.
+"""
+
+import argparse
+import datetime as dt
+import json
+import random
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.datasets import REPO_ROOT, EvalDataset
+from evaluation.metrics import auroc, contains_gold_span
+
+DEV_DATASETS = ("normans", "manpages-dev", "sample-gold", "evaluation/datasets/dev_prose.yml")
+MODEL_PATH = REPO_ROOT / "components" / "generators" / "sentence_reader_abstention.json"
+FEATURES_PATH = REPO_ROOT / "evaluation" / "reports" / "abstention" / "features.jsonl"
+DEFAULT_L2 = 1.0
+FOLDS = 5
+THRESHOLDS = tuple(round(0.2 + 0.01 * step, 2) for step in range(61))
+
+
+def collect(datasets: Sequence[EvalDataset]) -> list[dict[str, Any]]:
+    """Every question's features, label, group and candidate answer (see the module doc)."""
+    from evaluation.runner import CorpusIndex
+
+    rows = []
+    answer_all = {"answerer": {"decision_threshold": 1e-9}}
+    for dataset in datasets:
+        with tempfile.TemporaryDirectory(prefix="sourcebound-fit-") as tmp:
+            with CorpusIndex(dataset, Path(tmp) / "data", query_overrides=answer_all) as index:
+                service = index.service
+                for question in dataset.questions:
+                    data = service._rag_data({"query": question.question, **question.requester.request_fields()}, None)
+                    result = service.rag_pipeline.run(data, include_outputs_from={"answerer"})
+                    answerer = result["answerer"]
+                    features = answerer["evidence"].get("features") or {}
+                    rows.append(
+                        {
+                            "dataset": dataset.name,
+                            "id": question.id,
+                            "group": f"{dataset.name}/{question.passage}",
+                            "answerable": question.answerable,
+                            "gold_span": bool(
+                                question.answerable and contains_gold_span(answerer["answer"], question.gold_answers)
+                            ),
+                            "features": features,
+                        }
+                    )
+        print(f"[{dataset.name}] {len(dataset.questions)} questions", file=sys.stderr, flush=True)
+    return rows
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """Weighted L2-regularised logistic regression by Newton's method; the intercept is not penalised."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    beta = np.zeros(d + 1)
+    penalty = np.eye(d + 1) * l2
+    penalty[-1, -1] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+        gradient = xb.T @ (weights * (p - y)) + penalty @ beta
+        hessian = (xb * (weights * p * (1 - p))[:, None]).T @ xb + penalty
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return beta[:-1], float(beta[-1])
+
+
+class Fitted:
+    """A fitted model: standardisation, coefficients, intercept."""
+
+    def __init__(self, rows: list[dict[str, Any]], features: Sequence[str], l2: float) -> None:
+        x = _matrix(rows, features)
+        self.features = list(features)
+        self.mean = x.mean(axis=0)
+        self.scale = x.std(axis=0)
+        self.scale[self.scale < 1e-9] = 1.0
+        y = np.array([row["answerable"] for row in rows], dtype=float)
+        self.coefficients, self.intercept = fit_logistic((x - self.mean) / self.scale, y, balanced_weights(rows), l2)
+
+    def predict(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        z = ((_matrix(rows, self.features) - self.mean) / self.scale) @ self.coefficients + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _matrix(rows: list[dict[str, Any]], features: Sequence[str]) -> np.ndarray:
+    return np.array([[float(row["features"].get(name, 0.0)) for name in features] for row in rows], dtype=float)
+
+
+def balanced_weights(rows: list[dict[str, Any]]) -> np.ndarray:
+    """Each (dataset, class) cell weighs the same in total; the weights average 1."""
+    cells = Counter((row["dataset"], row["answerable"]) for row in rows)
+    weights = np.array([1.0 / cells[(row["dataset"], row["answerable"])] for row in rows])
+    return weights * len(rows) / weights.sum()
+
+
+def cross_validate(rows: list[dict[str, Any]], features: Sequence[str], l2: float) -> None:
+    """Set ``p_fit`` (in-sample), ``p_cv`` (grouped k-fold) and ``p_lodo`` (leave one dataset out) on every row."""
+    for row, p in zip(rows, Fitted(rows, features, l2).predict(rows), strict=True):
+        row["p_fit"] = float(p)
+    groups = sorted({row["group"] for row in rows})
+    random.Random(20261126).shuffle(groups)
+    fold_of = {group: index % FOLDS for index, group in enumerate(groups)}
+    for fold in range(FOLDS):
+        train = [row for row in rows if fold_of[row["group"]] != fold]
+        test = [row for row in rows if fold_of[row["group"]] == fold]
+        for row, p in zip(test, Fitted(train, features, l2).predict(test), strict=True):
+            row["p_cv"] = float(p)
+    names = sorted({row["dataset"] for row in rows})
+    for name in names:
+        train = [row for row in rows if row["dataset"] != name]
+        test = [row for row in rows if row["dataset"] == name]
+        if len({row["answerable"] for row in train}) < 2:
+            continue
+        for row, p in zip(test, Fitted(train, features, l2).predict(test), strict=True):
+            row["p_lodo"] = float(p)
+
+
+def figures(rows: list[dict[str, Any]], key: str, threshold: float) -> dict[str, float | None]:
+    """AUROC, declines, CITE and gold-span answers of the probabilities in ``key`` at ``threshold``."""
+    scored = [row for row in rows if key in row]
+    answerable = [row for row in scored if row["answerable"]]
+    unanswerable = [row for row in scored if not row["answerable"]]
+    value = auroc([row[key] for row in scored], [row["answerable"] for row in scored])
+    return {
+        "auroc": None if value is None else round(value, 3),
+        "declines": round(sum(row[key] < threshold for row in unanswerable) / len(unanswerable), 3)
+        if unanswerable
+        else None,
+        "cite": round(sum(row[key] >= threshold for row in answerable) / len(answerable), 3) if answerable else None,
+        "gold_span": round(sum(row[key] >= threshold and row["gold_span"] for row in answerable) / len(answerable), 3)
+        if answerable
+        else None,
+    }
+
+
+def choose_threshold(rows: list[dict[str, Any]], key: str = "p_cv") -> float:
+    """The threshold of the module doc, on ``key``'s predictions."""
+    names = sorted({row["dataset"] for row in rows})
+
+    def utility(threshold: float) -> float:
+        values = []
+        for name in names:
+            result = figures([row for row in rows if row["dataset"] == name], key, threshold)
+            parts = [value for value in (result["declines"], result["gold_span"]) if value is not None]
+            values.append(sum(parts) / len(parts))
+        return sum(values) / len(values)
+
+    return max(THRESHOLDS, key=lambda threshold: (round(utility(threshold), 9), -abs(threshold - 0.5)))
+
+
+def report(rows: list[dict[str, Any]], threshold: float) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per dataset: the in-sample, grouped-k-fold and leave-one-dataset-out figures at ``threshold``."""
+    return {
+        name: {
+            label: figures([row for row in rows if row["dataset"] == name], key, threshold)
+            for label, key in (("fit", "p_fit"), ("cv_grouped_5fold", "p_cv"), ("leave_one_dataset_out", "p_lodo"))
+        }
+        for name in sorted({row["dataset"] for row in rows})
+    }
+
+
+def model_file(fitted: Fitted, threshold: float, rows: list[dict[str, Any]], l2: float) -> dict[str, Any]:
+    """The JSON object of the model file (components.core.abstention_model)."""
+    today = dt.date.today().isoformat()
+    counts = Counter((row["dataset"], "answerable" if row["answerable"] else "unanswerable") for row in rows)
+    return {
+        "format": "sourcebound-abstention/1",
+        "version": f"{today}.{len(rows)}q",
+        "features": fitted.features,
+        "mean": [round(float(value), 6) for value in fitted.mean],
+        "scale": [round(float(value), 6) for value in fitted.scale],
+        "coefficients": [round(float(value), 6) for value in fitted.coefficients],
+        "intercept": round(fitted.intercept, 6),
+        "threshold": threshold,
+        "fitted": {
+            "by": "python -m evaluation.fit_abstention",
+            "on": today,
+            "method": f"logistic regression, L2 {l2}, standardised features, dataset x class balanced weights",
+            "label": "answerable",
+            "threshold_rule": "max over thresholds of the mean over datasets of (declines + gold-span answers) / 2, "
+            "on the grouped 5-fold cross-validated probabilities",
+            "questions": {f"{name}/{kind}": count for (name, kind), count in sorted(counts.items())},
+        },
+        "figures": report(rows, threshold),
+    }
+
+
+def print_table(figures_by_dataset: dict[str, Any]) -> None:
+    print("| dataset | figures | AUROC | declines | CITE | gold span |")
+    print("|---|---|---|---|---|---|")
+    for name, by_key in figures_by_dataset.items():
+        for label, result in by_key.items():
+            cells = ["—" if result[k] is None else f"{result[k]:.3f}" for k in ("auroc", "declines", "cite", "gold_span")]
+            print(f"| {name} | {label} | " + " | ".join(cells) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.fit_abstention", description=__doc__.split("\n")[1])
+    parser.add_argument("--dataset", action="append", help=f"dev datasets (default: {', '.join(DEV_DATASETS)})")
+    parser.add_argument("--features", type=Path, help="refit from this features.jsonl instead of collecting")
+    parser.add_argument("--l2", type=float, default=DEFAULT_L2, help=f"L2 penalty (default {DEFAULT_L2})")
+    parser.add_argument("--output", type=Path, default=MODEL_PATH, help="model file to write")
+    parser.add_argument("--check", action="store_true", help="report the current model's figures; write nothing")
+    args = parser.parse_args(argv)
+
+    from components.core.abstention_model import AbstentionModel
+    from components.core.runtime import configure_offline
+
+    configure_offline()
+    current = AbstentionModel.load(MODEL_PATH)
+    if args.features:
+        rows = [json.loads(line) for line in args.features.read_text(encoding="utf-8").splitlines() if line]
+    else:
+        from evaluation.runner import resolve_datasets
+
+        rows = collect(resolve_datasets(args.dataset or list(DEV_DATASETS)))
+        if not args.check:
+            FEATURES_PATH.parent.mkdir(parents=True, exist_ok=True)
+            FEATURES_PATH.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    features = list(current.features)
+    if args.check:
+        for row in rows:
+            row["p_fit"] = row["p_cv"] = row["p_lodo"] = current.probability(row["features"])
+        print_table(report(rows, current.threshold))
+        return 0
+    cross_validate(rows, features, args.l2)
+    threshold = choose_threshold(rows)
+    fitted = Fitted(rows, features, args.l2)
+    data = model_file(fitted, threshold, rows, args.l2)
+    AbstentionModel.from_mapping(data)  # the file the reader will load must be valid
+    args.output.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(features, fitted.coefficients, strict=True)))
+    print(f"intercept {fitted.intercept:+.3f}, threshold {threshold}")
+    print_table(data["figures"])
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
