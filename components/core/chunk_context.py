@@ -14,9 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 CONTEXT_HEADER_FIELD = "context_header"
+INDEX_FORMAT_FIELD = "index_format"
+# The format chunks are written in: chunks of another (or none) are re-indexed when their source is indexed again.
+INDEX_FORMAT = "context-header-v1"
 HEADER_SEPARATOR = " › "
-# A header is a pointer, not a summary: past this it is cut at a word boundary.
-MAX_HEADER_CHARS = 200
+# A header is a pointer, not a summary (and shares the embedder's 256 word pieces with the chunk): past this it
+# is cut at a word boundary.
+MAX_HEADER_CHARS = 120
 
 
 def context_header(meta: Mapping[str, Any]) -> str:

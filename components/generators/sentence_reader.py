@@ -62,6 +62,9 @@ DEFAULT_ABSTENTION_MODEL = "sentence_reader_abstention.json"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # Sentences within this of the best score count as support for it from their chunk ("support_chunks").
 _SUPPORT_BAND = 0.1
+# How far past the best sentence, in reading order, an answer may be completed (docs/reader.md, "Blocks and completing
+# an answer"): an entry's value follows its description within a sentence or two.
+_COMPLETION_REACH = 2
 
 # Exact terms of a query (see the module doc): matched verbatim, case-sensitively, in a sentence.
 _OPTION_RE = re.compile(r"(?<![\w-])--?[A-Za-z][A-Za-z0-9_-]*")
@@ -125,7 +128,8 @@ def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
     elif kind == "code":
         tokens = _CODE_TOKEN_RE.findall(sentence)
     elif kind == "value":
-        tokens = _NUMBER_RE.findall(sentence) + _CODE_TOKEN_RE.findall(sentence)
+        # A default is a value: an entry's key ("RuntimeDirectorySize=", "Signed-By:") names the setting, not its value.
+        tokens = _NUMBER_RE.findall(sentence) + [t for t in _CODE_TOKEN_RE.findall(sentence) if not t.endswith(("=", ":"))]
     else:
         tokens = _CODE_TOKEN_RE.findall(sentence) + [name for name in _NAME_RE.findall(sentence)[1:] if len(name) > 1]
     asked = query.lower()
@@ -376,37 +380,47 @@ class SentenceReader:
 
     def _completion(self, chosen: list[dict[str, Any]], scored: list[dict[str, Any]]) -> dict[str, Any] | None:
         """
-        The sentence that completes the answer from a chosen sentence's own block, when the question asks for a
-        kind of token (a value, an option name) that no chosen sentence holds: the nearest sentence of that block
-        holding one ("RuntimeDirectorySize= Sets the size limit ..." + "Defaults to 10%."; "This option forces
-        TCP." + its entry's head "use-vc ..."). The best sentence's block is searched first, then the others' in
-        rank order. ``None`` when nothing needs or offers completing (a question without an answer type has no
-        ``typed`` sentence, so nothing qualifies).
+        The sentence that completes the answer, when the question asks for a kind of token (a value, an option
+        name) that the best sentence lacks: the nearest sentence holding one in the best sentence's own block
+        ("This option forces TCP." + its entry's head "use-vc ..."), else among the next
+        ``_COMPLETION_REACH`` sentences of the same document in reading order, which in a manual is the rest of
+        the entry ("RuntimeDirectorySize= Sets the size limit ..." + "Defaults to 10%.", also when the value
+        sits in the next chunk, read as a neighbour). Then the other chosen sentences' in rank order. ``None``
+        when nothing needs or offers completing (a question without an answer type has no ``typed`` sentence).
         """
-        if not self.answer_type_weight or any(entry["typed"] for entry in chosen):
+        if not self.answer_type_weight or not chosen or chosen[0]["typed"]:
             return None
         taken = {id(entry) for entry in chosen}
-        for anchor in chosen:
-            meta = anchor["sentence"].meta or {}
-            if meta.get("block") is None:
+        in_order = sorted(scored, key=lambda entry: _order(entry["sentence"]))
+        for anchor in sorted(chosen, key=lambda entry: -entry["score"]):
+            if anchor["typed"]:
                 continue
+            meta = anchor["sentence"].meta or {}
             position = int(meta.get("position", 0))
-            candidates = [
+            same_block = [
                 entry
                 for entry in scored
                 if entry["typed"]
                 and id(entry) not in taken
+                and meta.get("block") is not None
                 and _source(entry["sentence"]) == _source(anchor["sentence"])
                 and (entry["sentence"].meta or {}).get("block") == meta.get("block")
             ]
-            if candidates:
+            if same_block:
                 return min(
-                    candidates,
+                    same_block,
                     key=lambda entry: (
                         abs(int((entry["sentence"].meta or {}).get("position", 0)) - position),
                         _order(entry["sentence"]),
                     ),
                 )
+            start = next(index for index, entry in enumerate(in_order) if entry is anchor)
+            document = meta.get("document_id")
+            for entry in in_order[start + 1 : start + 1 + _COMPLETION_REACH]:
+                if (entry["sentence"].meta or {}).get("document_id") != document:
+                    break
+                if entry["typed"] and id(entry) not in taken:
+                    return entry
         return None
 
     def support(self, probability: float) -> float:
