@@ -39,11 +39,23 @@ import numpy as np
 from evaluation.datasets import REPO_ROOT, EvalDataset
 from evaluation.metrics import auroc, contains_gold_span
 
-DEV_DATASETS = ("normans", "manpages-dev", "sample-gold", "evaluation/datasets/dev_prose.yml")
+DEV_DATASETS = ("normans", "manpages-dev", "sample-gold", "evaluation/datasets/dev_questions.yml")
 MODEL_PATH = REPO_ROOT / "components" / "generators" / "sentence_reader_abstention.json"
 FEATURES_PATH = REPO_ROOT / "evaluation" / "reports" / "abstention" / "features.jsonl"
 DEFAULT_L2 = 1.0
 FOLDS = 5
+# The evidence features the model combines (SentenceReader.evidence_features; docs/reader.md, "Decline rule").
+FEATURES = (
+    "similarity",
+    "lexical",
+    "margin",
+    "missing_exact",
+    "missing_in_chunk",
+    "answer_token_support",
+    "agreement",
+    "support_chunks",
+    "retrieval",
+)
 THRESHOLDS = tuple(round(0.2 + 0.01 * step, 2) for step in range(61))
 
 
@@ -52,9 +64,13 @@ def collect(datasets: Sequence[EvalDataset]) -> list[dict[str, Any]]:
     from evaluation.runner import CorpusIndex
 
     rows = []
-    answer_all = {"answerer": {"decision_threshold": 1e-9}}
     for dataset in datasets:
         with tempfile.TemporaryDirectory(prefix="sourcebound-fit-") as tmp:
+            # The reader answers everything, with a neutral model over the features to collect (the current
+            # file may name others): its candidate answer and its features are what the fit needs.
+            neutral = Path(tmp) / "neutral.json"
+            neutral.write_text(json.dumps(neutral_model()), encoding="utf-8")
+            answer_all = {"answerer": {"decision_threshold": 1e-9, "abstention_model": str(neutral)}}
             with CorpusIndex(dataset, Path(tmp) / "data", query_overrides=answer_all) as index:
                 service = index.service
                 for question in dataset.questions:
@@ -62,6 +78,7 @@ def collect(datasets: Sequence[EvalDataset]) -> list[dict[str, Any]]:
                     result = service.rag_pipeline.run(data, include_outputs_from={"answerer"})
                     answerer = result["answerer"]
                     features = answerer["evidence"].get("features") or {}
+                    # No context sentence: the reader declines without a model (nothing to fit on).
                     rows.append(
                         {
                             "dataset": dataset.name,
@@ -72,10 +89,25 @@ def collect(datasets: Sequence[EvalDataset]) -> list[dict[str, Any]]:
                                 question.answerable and contains_gold_span(answerer["answer"], question.gold_answers)
                             ),
                             "features": features,
+                            "no_context": not features,
                         }
                     )
         print(f"[{dataset.name}] {len(dataset.questions)} questions", file=sys.stderr, flush=True)
     return rows
+
+
+def neutral_model() -> dict[str, Any]:
+    """A model over ``FEATURES`` that weighs nothing (probability 0.5 everywhere)."""
+    return {
+        "format": "sourcebound-abstention/1",
+        "version": "neutral",
+        "features": list(FEATURES),
+        "mean": [0.0] * len(FEATURES),
+        "scale": [1.0] * len(FEATURES),
+        "coefficients": [0.0] * len(FEATURES),
+        "intercept": 0.0,
+        "threshold": 0.5,
+    }
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
@@ -97,9 +129,10 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -
 
 
 class Fitted:
-    """A fitted model: standardisation, coefficients, intercept."""
+    """A fitted model: standardisation, coefficients, intercept (questions without context are left out)."""
 
     def __init__(self, rows: list[dict[str, Any]], features: Sequence[str], l2: float) -> None:
+        rows = [row for row in rows if not row.get("no_context")]
         x = _matrix(rows, features)
         self.features = list(features)
         self.mean = x.mean(axis=0)
@@ -109,8 +142,10 @@ class Fitted:
         self.coefficients, self.intercept = fit_logistic((x - self.mean) / self.scale, y, balanced_weights(rows), l2)
 
     def predict(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        """P(answerable) per row; 0 for a question without context (the reader declines it)."""
         z = ((_matrix(rows, self.features) - self.mean) / self.scale) @ self.coefficients + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+        p = 1.0 / (1.0 + np.exp(-z))
+        return np.where([bool(row.get("no_context")) for row in rows], 0.0, p)
 
 
 def _matrix(rows: list[dict[str, Any]], features: Sequence[str]) -> np.ndarray:
@@ -118,9 +153,15 @@ def _matrix(rows: list[dict[str, Any]], features: Sequence[str]) -> np.ndarray:
 
 
 def balanced_weights(rows: list[dict[str, Any]]) -> np.ndarray:
-    """Each (dataset, class) cell weighs the same in total; the weights average 1."""
+    """
+    Within a dataset both classes weigh the same; a dataset weighs as its number of questions (a small, easy set
+    must not steer the fit as much as a large, hard one). The weights average 1.
+    """
     cells = Counter((row["dataset"], row["answerable"]) for row in rows)
-    weights = np.array([1.0 / cells[(row["dataset"], row["answerable"])] for row in rows])
+    sizes = Counter(row["dataset"] for row in rows)
+    weights = np.array(
+        [sizes[row["dataset"]] / (2.0 * cells[(row["dataset"], row["answerable"])]) for row in rows]
+    )
     return weights * len(rows) / weights.sum()
 
 
@@ -248,10 +289,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check:
             FEATURES_PATH.parent.mkdir(parents=True, exist_ok=True)
             FEATURES_PATH.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    features = list(current.features)
+    features = list(FEATURES)
     if args.check:
         for row in rows:
-            row["p_fit"] = row["p_cv"] = row["p_lodo"] = current.probability(row["features"])
+            p = 0.0 if row.get("no_context") else current.probability(row["features"])
+            row["p_fit"] = row["p_cv"] = row["p_lodo"] = p
         print_table(report(rows, current.threshold))
         return 0
     cross_validate(rows, features, args.l2)

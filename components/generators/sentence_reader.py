@@ -466,10 +466,12 @@ class SentenceReader:
         * ``margin``: its lead over the runner-up, without the answer-type bonus;
         * ``missing_exact``: the share of the query's exact terms (numbers, options, names) no context sentence
           or chunk header holds;
+        * ``missing_exact_in_chunk``: the same share for the best sentence's chunk and its header;
         * ``missing_in_chunk``: the rarity-weighted share of the query's terms absent from the best sentence's
           whole chunk, its contextual header (document, section) included;
-        * ``type_missing``: 1 when the question asks for a kind of token (a number, an option, a place) and no
-          answer sentence holds one it does not already name;
+        * ``answer_token_support``: when the question asks for a kind of token (a number, an option, a place), the
+          highest term coverage among answer sentences holding one it does not already name (0: none does);
+          otherwise the best sentence's ``lexical``;
         * ``agreement``: 1 when the sentence nearest in meaning (the dense side) and the one holding most of the
           query's terms (the keyword side) come from the same chunk;
         * ``support_chunks``: log of the number of chunks holding a sentence within 0.1 of the best score;
@@ -487,10 +489,17 @@ class SentenceReader:
         for entry in scored:
             if _source(entry["sentence"]) == source:
                 chunk_terms.update(content_words(entry["sentence"].content or ""))
+        chunk_texts = [headers.get(source, "")] + [
+            entry["sentence"].content or "" for entry in scored if _source(entry["sentence"]) == source
+        ]
+        missing_from_chunk = sum(1 for term in terms if not any(contains_exact(text, term) for text in chunk_texts))
         total = sum(weights.values())
         missing_in_chunk = sum(w for term, w in weights.items() if term not in chunk_terms) / total if total else 0.0
         kind = answer_type(query)
-        type_missing = kind is not None and not any(entry["typed"] for entry in chosen)
+        typed = [entry["lexical"] for entry in chosen if entry["typed"]]
+        # The asked-for token counts as far as its sentence is about the question (a number in an unrelated
+        # sentence is no answer); a question without an answer type is judged by its best sentence alone.
+        answer_token_support = (max(typed) if typed else 0.0) if kind is not None else best["lexical"]
         dense_best = max(scored, key=lambda entry: (entry["similarity"], -_order(entry["sentence"])[0]))
         keyword_best = max(scored, key=lambda entry: (entry["lexical"], -_order(entry["sentence"])[0]))
         supporting = {_source(entry["sentence"]) for entry in ranked if entry["score"] >= best["score"] - _SUPPORT_BAND}
@@ -501,7 +510,8 @@ class SentenceReader:
             "margin": float(margin),
             "missing_exact": missing / len(terms) if terms else 0.0,
             "missing_in_chunk": float(missing_in_chunk),
-            "type_missing": float(type_missing),
+            "missing_exact_in_chunk": missing_from_chunk / len(terms) if terms else 0.0,
+            "answer_token_support": float(answer_token_support),
             "agreement": float(_source(dense_best["sentence"]) == _source(keyword_best["sentence"])),
             "support_chunks": math.log(len(supporting)),
             "retrieval": retrieval,
