@@ -44,18 +44,34 @@ MODEL_PATH = REPO_ROOT / "components" / "generators" / "sentence_reader_abstenti
 FEATURES_PATH = REPO_ROOT / "evaluation" / "reports" / "abstention" / "features.jsonl"
 DEFAULT_L2 = 1.0
 FOLDS = 5
-# The evidence features the model combines (SentenceReader.evidence_features; docs/reader.md, "Decline rule").
+# The evidence features the model combines (SentenceReader.evidence_features; docs/reader.md, "Decline rule"), each
+# with the direction its evidence points: +1 the more, the likelier the context answers; -1 the less likely. A
+# coefficient fitted against its direction (a collinear feature absorbing another's weight) is fixed at 0 and the
+# rest refitted, so every weight reads as the evidence it stands for.
 FEATURES = (
     "similarity",
     "lexical",
     "margin",
     "missing_exact",
+    "missing_exact_in_answer",
     "missing_in_chunk",
     "answer_token_support",
     "agreement",
     "support_chunks",
     "retrieval",
 )
+DIRECTIONS = {
+    "similarity": 1,
+    "lexical": 1,
+    "margin": 1,
+    "missing_exact": -1,
+    "missing_exact_in_answer": -1,
+    "missing_in_chunk": -1,
+    "answer_token_support": 1,
+    "agreement": 1,
+    "support_chunks": -1,
+    "retrieval": 1,
+}
 THRESHOLDS = tuple(round(0.2 + 0.01 * step, 2) for step in range(61))
 
 
@@ -139,7 +155,18 @@ class Fitted:
         self.scale = x.std(axis=0)
         self.scale[self.scale < 1e-9] = 1.0
         y = np.array([row["answerable"] for row in rows], dtype=float)
-        self.coefficients, self.intercept = fit_logistic((x - self.mean) / self.scale, y, balanced_weights(rows), l2)
+        z, weights = (x - self.mean) / self.scale, balanced_weights(rows)
+        active = list(range(len(self.features)))
+        while True:
+            coefficients, self.intercept = fit_logistic(z[:, active], y, weights, l2)
+            against = [i for i, c in zip(active, coefficients, strict=True) if c * DIRECTIONS[self.features[i]] < 0]
+            if not against:
+                break
+            # Drop the feature most against its direction, then refit the others.
+            worst = min(against, key=lambda i: coefficients[active.index(i)] * DIRECTIONS[self.features[i]])
+            active.remove(worst)
+        self.coefficients = np.zeros(len(self.features))
+        self.coefficients[active] = coefficients
 
     def predict(self, rows: list[dict[str, Any]]) -> np.ndarray:
         """P(answerable) per row; 0 for a question without context (the reader declines it)."""

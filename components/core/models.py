@@ -250,18 +250,21 @@ class RAGResponse(BaseModel):
     glossary_terms: list[str] = Field(default_factory=list)
     # The server-side conversation the turn was recorded in (docs/contract.md, "Conversations").
     conversation_id: str | None = None
+    # Only with SOURCEBOUND_DEBUG_REMOVED_SENTENCES (docs/contract.md, "Answers"): the LLM answer's sentences the
+    # verifier removed (uncited or unsupported by the chunk they cite), with the reason and support score.
+    removed_sentences: list[dict[str, Any]] | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
         # Every serialisation (ours, FastAPI's response model) shows these fields only when they are set.
         data = handler(self)
-        for name in ("ungrounded_draft", "conversation_id"):
+        for name in ("ungrounded_draft", "conversation_id", "removed_sentences"):
             if getattr(self, name) is None:
                 data.pop(name, None)
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft`` and ``conversation_id`` appear only when set."""
+        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id``, ``removed_sentences`` appear only when set."""
         return self.model_dump(mode="json")
 
 

@@ -466,7 +466,8 @@ class SentenceReader:
         * ``margin``: its lead over the runner-up, without the answer-type bonus;
         * ``missing_exact``: the share of the query's exact terms (numbers, options, names) no context sentence
           or chunk header holds;
-        * ``missing_exact_in_chunk``: the same share for the best sentence's chunk and its header;
+        * ``missing_exact_in_answer``: the same share for the answer's own sentences (a name or number the
+          question states that the chosen sentences do not: the answer is about something else);
         * ``missing_in_chunk``: the rarity-weighted share of the query's terms absent from the best sentence's
           whole chunk, its contextual header (document, section) included;
         * ``answer_token_support``: when the question asks for a kind of token (a number, an option, a place), the
@@ -489,10 +490,8 @@ class SentenceReader:
         for entry in scored:
             if _source(entry["sentence"]) == source:
                 chunk_terms.update(content_words(entry["sentence"].content or ""))
-        chunk_texts = [headers.get(source, "")] + [
-            entry["sentence"].content or "" for entry in scored if _source(entry["sentence"]) == source
-        ]
-        missing_from_chunk = sum(1 for term in terms if not any(contains_exact(text, term) for text in chunk_texts))
+        answer_texts = [entry["sentence"].content or "" for entry in chosen]
+        missing_from_answer = sum(1 for term in terms if not any(contains_exact(text, term) for text in answer_texts))
         total = sum(weights.values())
         missing_in_chunk = sum(w for term, w in weights.items() if term not in chunk_terms) / total if total else 0.0
         kind = answer_type(query)
@@ -510,7 +509,7 @@ class SentenceReader:
             "margin": float(margin),
             "missing_exact": missing / len(terms) if terms else 0.0,
             "missing_in_chunk": float(missing_in_chunk),
-            "missing_exact_in_chunk": missing_from_chunk / len(terms) if terms else 0.0,
+            "missing_exact_in_answer": missing_from_answer / len(terms) if terms else 0.0,
             "answer_token_support": float(answer_token_support),
             "agreement": float(_source(dense_best["sentence"]) == _source(keyword_best["sentence"])),
             "support_chunks": math.log(len(supporting)),
