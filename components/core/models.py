@@ -303,6 +303,8 @@ class SearchResponse(BaseModel):
     tokens_used: int = Field(ge=0)
     search_mode: SearchMode
     metadata: SearchMetadata
+    # Why ``results`` is empty (nothing visible matched, or nothing reached RAG_SEARCH_MIN_SIMILARITY); null otherwise.
+    empty_reason: str | None = None
 
 
 class EnrichRequest(_Identity):

@@ -437,6 +437,16 @@ def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     return len(_encoding(encoding).encode(text, disallowed_special=()))
 
 
+def truncate_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
+    """The longest start of ``text`` of at most ``max_tokens`` tiktoken tokens (``text`` itself when it fits)."""
+    if max_tokens <= 0:
+        return ""
+    tokens = _encoding(encoding).encode(text or "", disallowed_special=())
+    if len(tokens) <= max_tokens:
+        return text
+    return _encoding(encoding).decode(tokens[:max_tokens])
+
+
 def validate_encoding(encoding: str) -> None:
     """Fail early, at init, on an unknown tiktoken encoding name."""
     try:

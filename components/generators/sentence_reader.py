@@ -218,7 +218,7 @@ class SentenceReader:
         decision_threshold: float | None = None,
         second_sentence_gap: float = 0.25,
         support_at_threshold: float = 0.8,
-        max_sentences: int = 2,
+        max_sentences: int = 3,
         max_answer_chars: int = 700,
         insufficient_answer: str = INSUFFICIENT_INFORMATION_ANSWER,
         model_name: str = READER_MODEL_NAME,
