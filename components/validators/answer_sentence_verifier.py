@@ -153,4 +153,16 @@ class AnswerSentenceVerifier:
         if removed:
             logger.info("AnswerSentenceVerifier removed %d of %d answer sentences.", len(removed), len(parts))
         tag_span({"sourcebound.verifier.kept": len(kept), "sourcebound.verifier.removed": len(removed)})
-        return {"answer": " ".join(kept) if kept else self.insufficient_answer, "removed_sentences": removed}
+        if not removed:
+            return {"answer": answer, "removed_sentences": []}  # every sentence holds: the model's text as written
+        if not kept:
+            return {"answer": self.insufficient_answer, "removed_sentences": removed}
+        return {"answer": " ".join(_marker_after_punctuation(part) for part in kept), "removed_sentences": removed}
+
+
+_MARKERS_BEFORE_END_RE = re.compile(r"((?:\s*" + SOURCE_ID_PATTERN.replace("(", "(?:", 1) + r")+)\s*([.!?。！？])$")
+
+
+def _marker_after_punctuation(sentence: str) -> str:
+    """``"... holidays [SourceId: a:2]."`` -> ``"... holidays. [SourceId: a:2]"`` (the reader's form)."""
+    return _MARKERS_BEFORE_END_RE.sub(lambda match: f"{match.group(2)} {match.group(1).strip()}", sentence)
