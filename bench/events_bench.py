@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="sourcebound-events-bench-"))
     os.environ.update(SOURCEBOUND_DATA_DIR=str(scratch / "data"), SOURCEBOUND_BOOTSTRAP_CORPUS="false")
-    from components.core.runtime import configure_offline, keep_torch_out
+    from components.runtime.offline import configure_offline, keep_torch_out
 
     keep_torch_out()
     configure_offline()
@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     url = args.url or node.url
     try:
         from hayhooks_app.config import Settings
+        from hayhooks_app.container import ServiceContainer
         from hayhooks_app.events.publisher import EventPublisher
         from hayhooks_app.events.settings import EventSettings
-        from hayhooks_app.service import ServiceContainer
 
         name = uuid.uuid4().hex[:8]
         settings = EventSettings(

@@ -23,13 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from components.core.glossary_store import GLOSSARY_FILE
+from components.core.requester import Identity
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
 from components.preprocessors.glossary_query_expander import GlossaryQueryExpander
+from components.services.conversation_service import ConversationService, ConversationSettings
+from components.stores.conversation_store import CONVERSATIONS_FILE
+from components.stores.glossary_store import GLOSSARY_FILE
 from evaluation.datasets import load_sample_aliases
 from evaluation.runner import CorpusIndex
-from hayhooks_app.conversations import CONVERSATIONS_FILE, ConversationService, ConversationSettings
-from hayhooks_app.identity import Identity
 
 
 def recall(index: CorpusIndex, glossary: bool) -> float:

@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads is not None:
         os.environ["SOURCEBOUND_EMBEDDER_THREADS"] = str(args.threads)  # the YAML's embedder reads it at warm-up
-    from components.core.sentence_vector_cache import erase_sentence_vectors
     from components.embedders.onnx_embedding import resolve_threads
+    from components.stores.sentence_vector_cache import erase_sentence_vectors
 
     threads = resolve_threads(None)
     with tempfile.TemporaryDirectory(prefix="sourcebound-bench-") as temp:

@@ -48,7 +48,7 @@ EMBEDDING = {"model": "sentence-transformers/all-MiniLM-L6-v2", "dimension": DIM
 
 
 def _profile_definition() -> dict[str, Any]:
-    from hayhooks_app.cli import store_definition
+    from hayhooks_app.cli.common import store_definition
 
     return store_definition("profiles/server/indexing")
 

@@ -2,7 +2,7 @@
 Parity of the two engines: the embedded pipelines on Qdrant Edge and the Qdrant-server profile
 (qdrant-haystack's store and retrievers) on qdrant-client's local engine, same corpus, same questions.
 
-Two service containers are built in this process (``hayhooks_app.service.ServiceContainer``, the
+Two service containers are built in this process (``hayhooks_app.container.ServiceContainer``, the
 layer below HTTP), each with its own data dir; both index the bundled sample corpus the way a first
 start does (``hayhooks_app.bootstrap``). Then every question of ``evaluation/datasets/sample_gold.yml``
 is asked of both, as its requester, in the three search modes (``k`` results) and through the
@@ -74,7 +74,7 @@ def build_engine(engine: str, data_dir: Path) -> Any:
     """A built service container on ``engine`` with the sample corpus indexed."""
     from hayhooks_app.bootstrap import bootstrap
     from hayhooks_app.config import Settings
-    from hayhooks_app.service import ServiceContainer
+    from hayhooks_app.container import ServiceContainer
 
     with _environment(engine_environment(engine, data_dir)):
         container = ServiceContainer(Settings.from_env()).build()
@@ -86,7 +86,7 @@ def build_engine(engine: str, data_dir: Path) -> Any:
 
 def _close(container: Any) -> None:
     """Close every store of the container's pipelines (before their folders are removed) and its records."""
-    from hayhooks_app.service import PIPELINE_KINDS
+    from hayhooks_app.container import PIPELINE_KINDS
 
     for kind in PIPELINE_KINDS:
         for _name, component in container.pipeline(kind).walk():
@@ -98,7 +98,7 @@ def _close(container: Any) -> None:
 
 
 def _ask(container: Any, question: Any, k: int) -> dict[str, Any]:
-    from hayhooks_app.identity import Identity
+    from components.core.requester import Identity
 
     requester = question.requester
     identity = Identity(
@@ -110,11 +110,11 @@ def _ask(container: Any, question: Any, k: int) -> dict[str, Any]:
     answers: dict[str, Any] = {"latency_ms": {}}
     for mode in MODES:
         started = time.perf_counter()
-        result = container.search({"query": question.question, "k": k, "search_mode": mode}, identity)
+        result = container.requests.search({"query": question.question, "k": k, "search_mode": mode}, identity)
         answers["latency_ms"][mode] = (time.perf_counter() - started) * 1000
         answers[mode] = [hit["source_id"] for hit in result["results"]]
     started = time.perf_counter()
-    rag = container.rag({"query": question.question}, identity)
+    rag = container.requests.answer({"query": question.question}, identity)
     answers["latency_ms"]["rag"] = (time.perf_counter() - started) * 1000
     answers["rag"] = {"answer": rag["answer"], "citations": [c["source_id"] for c in rag["citations"]]}
     return answers
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from components.core.runtime import configure_offline
+    from components.runtime.offline import configure_offline
 
     configure_offline()
     raise SystemExit(main())

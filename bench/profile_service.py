@@ -139,7 +139,7 @@ def profile_size(size: int, output: Path, torch_threads: int = 1, requests: int 
     os.environ["SOURCEBOUND_EMBEDDER_THREADS"] = str(torch_threads)  # as the server runs
     from components.services.pipeline_copy import install_fast_input_copy
     from hayhooks_app.config import Settings
-    from hayhooks_app.service import configure
+    from hayhooks_app.container import configure
 
     install_fast_input_copy()  # as the server runs
     container = configure(Settings.from_env()).build()

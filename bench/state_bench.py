@@ -54,17 +54,18 @@ def _timed(action, count: int) -> dict[str, float]:
 
 
 def _request_path(url: str | None, root: Path, lookups: int) -> dict[str, dict[str, float]]:
-    from components.core.glossary_store import GlossaryStore
-    from components.core.tag_directory import TagDirectory
+    from components.core.requester import Identity
     from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
-    from hayhooks_app import cli_keys
-    from hayhooks_app.conversations import ConversationService, ConversationSettings
-    from hayhooks_app.identity import ApiKeyStore, Identity, SqlApiKeys
+    from components.services.conversation_service import ConversationService, ConversationSettings
+    from components.stores import key_store
+    from components.stores.glossary_store import GlossaryStore
+    from components.stores.key_store import ApiKeyStore, SqlApiKeys
+    from components.stores.tag_directory import TagDirectory
 
     keys_file = root / "api_keys.json"
     results = {}
     if url is not None:
-        from components.core.state import open_state
+        from components.stores.state import open_state
 
         keys = SqlApiKeys(open_state("keys", None, url))
         for n in range(1000):  # a realistic table, not one row
@@ -81,8 +82,8 @@ def _request_path(url: str | None, root: Path, lookups: int) -> dict[str, dict[s
         )
     else:
         for n in range(1000):
-            cli_keys.register_key(keys_file, tenant_id=f"t{n % 20}", tags=["hr"], key=f"sb_bench_{n}")
-        cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], key="sb_bench_probe")
+            key_store.register_key(keys_file, tenant_id=f"t{n % 20}", tags=["hr"], key=f"sb_bench_{n}")
+        key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], key="sb_bench_probe")
         results["key check (keys file)"] = _timed(
             lambda store=ApiKeyStore(keys_file, database_url=""): store.lookup("sb_bench_probe"), lookups
         )
@@ -108,7 +109,7 @@ def _request_path(url: str | None, root: Path, lookups: int) -> dict[str, dict[s
 
 
 def _record(key: str):
-    from hayhooks_app.identity import ApiKeyRecord, hash_key
+    from components.stores.key_store import ApiKeyRecord, hash_key
 
     record = ApiKeyRecord.from_dict({"sha256": hash_key(key), "tenant_id": "acme", "user_id": None, "tags": ["hr"]})
     return key, record
@@ -122,8 +123,8 @@ def _log(records, n: int) -> None:
 
 
 def _writer(url: str | None, root: Path, rows: int, lookups: int, steady_rate: int = 5000) -> dict:
-    from hayhooks_app.identity import ApiKeyStore
-    from hayhooks_app.records import RecordStore
+    from components.stores.key_store import ApiKeyStore
+    from components.stores.record_store import RecordStore
 
     records = RecordStore(root / "records.sqlite", "hash", database_url=url or "", hash_key="b" * 64, queue_rows=rows)
     result: dict = {"rows": rows}

@@ -532,7 +532,7 @@ def _ollama_judge() -> tuple[Any, Any]:
     from ragas.embeddings.huggingface_provider import HuggingFaceEmbeddings
     from ragas.llms import llm_factory
 
-    from components.core.runtime import embedding_model_path
+    from components.runtime.offline import embedding_model_path
 
     base_url = os.environ["OLLAMA_BASE_URL"].rstrip("/")
     model = os.environ.get("RAGAS_JUDGE_MODEL") or os.environ.get("CHAT_MODEL") or "llama3.2"

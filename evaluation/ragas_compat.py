@@ -6,7 +6,7 @@ Imports ragas 0.4.3 in our environment.
 module that langchain-community 0.4 removed (a known upstream bug). We never use
 Vertex AI, so a placeholder module with a ``ChatVertexAI`` class is registered before
 ragas is imported; the real module wins whenever it exists. ragas' usage tracking is
-switched off (``RAGAS_DO_NOT_TRACK``), as ``components.core.runtime`` also does.
+switched off (``RAGAS_DO_NOT_TRACK``), as ``components.runtime.offline`` also does.
 
 Usage:
 

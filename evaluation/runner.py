@@ -201,12 +201,12 @@ class CorpusIndex:
     def _load_directory(self) -> None:
         if self.dataset.directory is None:
             return
-        from components.core.tag_directory import TagDirectory
+        from components.stores.tag_directory import TagDirectory
 
         TagDirectory(self.data_dir / "tags.sqlite").load_from_yaml(self.dataset.directory)
 
     def _load_glossaries(self) -> None:
-        from components.core.glossary_store import GLOSSARY_FILE, GlossaryStore
+        from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 
         store = GlossaryStore(self.data_dir / GLOSSARY_FILE)
         for tenant_id, path in sorted(self.dataset.glossaries.items()):
@@ -239,7 +239,7 @@ class CorpusIndex:
         ]
         return holding or [chunk.content for chunk in chunks if chunk.content]
 
-    def rag(self, question: EvalQuestion) -> tuple[dict[str, Any], list[ContextChunk]]:
+    def answer_question(self, question: EvalQuestion) -> tuple[dict[str, Any], list[ContextChunk]]:
         """
         Ask ``pipelines/query.yml``, returning the RAGResponse dict and the context chunks.
 
@@ -321,7 +321,7 @@ def ask(index: CorpusIndex, question: EvalQuestion, timer: StageTimer) -> Questi
     try:
         timer.reset()
         started = time.perf_counter()
-        response, context = index.rag(question)
+        response, context = index.answer_question(question)
         record.latency_ms = (time.perf_counter() - started) * 1000
         record.stage_ms = {name: round(value, 3) for name, value in timer.stages.items()}
         record.answer = response["answer"]
@@ -431,7 +431,7 @@ def run_evaluation(
     """
     import torch
 
-    from components.core.runtime import set_torch_threads
+    from components.runtime.offline import set_torch_threads
 
     # As when serving: one torch thread (SOURCEBOUND_TORCH_THREADS overrides). Under CPU
     # contention two threads make single-query embedding many times slower. Restored after.

@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from hayhooks_app import cli_events, cli_keys
+from hayhooks_app.cli import events as cli_events
+from hayhooks_app.cli import keys as cli_keys
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
 
-    from components.core.runtime import keep_torch_out
+    from components.runtime.offline import keep_torch_out
     from hayhooks_app.memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before any thread allocates (docs/operations.md, "Memory")

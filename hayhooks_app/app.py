@@ -47,20 +47,20 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
-from components.core.sentence_vector_cache import prune_sentence_vectors
+from components.stores.sentence_vector_cache import prune_sentence_vectors
 from hayhooks_app.cli import build_parser
+from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
-from hayhooks_app.conversations import conversation_routes
+from hayhooks_app.container import ServiceContainer, configure
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
 from hayhooks_app.events.runner import start_beside_server
-from hayhooks_app.glossary import glossary_routes
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.memory import return_freed_memory
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
+from hayhooks_app.routes.conversations import conversation_routes
+from hayhooks_app.routes.glossary import glossary_routes
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
-from hayhooks_app.server_link import LocalAdmin, admin_router
-from hayhooks_app.service import ServiceContainer, configure
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 from hayhooks_app.webhooks import install_sources, queue_status
 
@@ -157,7 +157,7 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
-            admin.publish()  # the CLI now finds this server (hayhooks_app.server_link)
+            admin.publish()  # the CLI now finds this server (hayhooks_app.cli.server_link)
             try:
                 yield
             finally:
@@ -176,7 +176,7 @@ def _routes(container: ServiceContainer) -> APIRouter:
 
     @router.get("/health", tags=["service"], summary="Service health: store, embedder, generator")
     async def health(request: Request) -> JSONResponse:
-        report = await run_in_threadpool(container.health)
+        report = await run_in_threadpool(container.health.report)
         report["embedding_queue"] = queue_status(request.app)  # source sync jobs (hayhooks_app.webhooks)
         return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
 
@@ -295,7 +295,7 @@ async def _index_uploads(
             meta["document_name"] = name  # so the "unsupported file type" error names the file
         streams.append(ByteStream(data=content, meta=meta))
     try:
-        return await run_in_threadpool(container.index_streams, streams, key_id)
+        return await run_in_threadpool(container.requests.index_streams, streams, key_id)
     except Exception as error:
         mapped = map_exception(error)
         if mapped is None:

@@ -10,7 +10,7 @@ Usage:
 
 ```python
 from hayhooks_app.bootstrap import bootstrap
-from hayhooks_app.service import get_container
+from hayhooks_app.container import get_container
 
 summary = bootstrap(get_container().build())
 ```
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from components.services.corpus_manifest import corpus_sources, load_corpus
-from hayhooks_app.service import ServiceContainer
+from hayhooks_app.container import ServiceContainer
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ def index_corpus(container: ServiceContainer, manifest: Path) -> dict[str, Any]:
     streams, texts = corpus_sources(documents)
     results = []
     if streams:
-        results.append(container.index_streams(streams))
+        results.append(container.requests.index_streams(streams))
     if texts:
-        results.append(container.index_documents(texts))
+        results.append(container.requests.index_documents(texts))
     statuses: dict[str, int] = {}
     for result in results:
         for entry in result.get("documents", []):

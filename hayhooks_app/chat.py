@@ -40,9 +40,9 @@ from typing import Any
 from fastapi_openai_compat import ChatCompletion, Choice, Message
 from starlette.datastructures import Headers
 
+from hayhooks_app.container import ServiceContainer
 from hayhooks_app.identity import resolve_identity
 from hayhooks_app.schemas import ChatCompletionRequest
-from hayhooks_app.service import ServiceContainer
 
 CHAT_MODEL_NAME = "rag"
 # Pieces of roughly this many characters, cut after whitespace, make up the stream.
@@ -151,7 +151,7 @@ def complete(
         user_id=request.user_id,
         project_id=request.project_id,
     )
-    result = container.rag(to_rag_request(request), identity, endpoint="chat")
+    result = container.requests.answer(to_rag_request(request), identity, endpoint="chat")
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if request.stream:

@@ -21,7 +21,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.core.errors import SourceboundError
+# ConfigError is the settings' error wherever they are read (components.runtime.environment parses them).
+from components.runtime.environment import ConfigError as ConfigError
+from components.runtime.environment import env_bool, env_choice, env_int
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -32,51 +34,6 @@ QUERY_LOG_TEXT_MODES = ("full", "hash")
 
 # The Hayhooks wrappers this application deploys: name -> what it serves.
 EXPECTED_PIPELINES = ("delete_tenant", "enrich", "flags", "index", "invalidate", "rag", "search")
-
-
-class ConfigError(SourceboundError, ValueError):
-    """An environment variable has a value the application cannot use; the message names it."""
-
-
-def env_number(name: str, default: int | float, minimum: int | float = 0, kind: type = int) -> int | float:
-    """
-    The number in environment variable ``name`` (``default`` when unset or blank), as ``kind`` (int or float).
-
-    :raises ConfigError: If it is not a number of that kind or is below ``minimum``; the message names the variable.
-    """
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError as error:
-        noun = "an integer" if kind is int else "a number"
-        raise ConfigError(f"{name} must be {noun}, got {raw!r}.") from error
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}.")
-    return value
-
-
-def _env_int(name: str, default: int, minimum: int = 0) -> int:
-    return env_number(name, default, minimum, int)
-
-
-def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = os.environ.get(name, "").strip() or default
-    if value not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
-    return value
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in {"1", "true", "yes", "on"}:
-        return True
-    if raw in {"0", "false", "no", "off"}:
-        return False
-    raise ConfigError(f"{name} must be true or false, got {raw!r}.")
 
 
 @dataclass(frozen=True)
@@ -97,14 +54,14 @@ class Limits:
     @classmethod
     def from_env(cls) -> "Limits":
         return cls(
-            max_documents_per_request=_env_int(
+            max_documents_per_request=env_int(
                 "SOURCEBOUND_MAX_DOCUMENTS_PER_REQUEST", cls.max_documents_per_request, 1
             ),
-            max_document_chars=_env_int("SOURCEBOUND_MAX_DOCUMENT_CHARS", cls.max_document_chars, 1),
-            max_document_ids=_env_int("SOURCEBOUND_MAX_DOCUMENT_IDS", cls.max_document_ids, 1),
-            max_request_bytes=_env_int("SOURCEBOUND_MAX_REQUEST_BYTES", cls.max_request_bytes, 1024),
-            max_upload_bytes=_env_int("SOURCEBOUND_MAX_UPLOAD_BYTES", cls.max_upload_bytes, 1024),
-            max_upload_files=_env_int("SOURCEBOUND_MAX_UPLOAD_FILES", cls.max_upload_files, 1),
+            max_document_chars=env_int("SOURCEBOUND_MAX_DOCUMENT_CHARS", cls.max_document_chars, 1),
+            max_document_ids=env_int("SOURCEBOUND_MAX_DOCUMENT_IDS", cls.max_document_ids, 1),
+            max_request_bytes=env_int("SOURCEBOUND_MAX_REQUEST_BYTES", cls.max_request_bytes, 1024),
+            max_upload_bytes=env_int("SOURCEBOUND_MAX_UPLOAD_BYTES", cls.max_upload_bytes, 1024),
+            max_upload_files=env_int("SOURCEBOUND_MAX_UPLOAD_FILES", cls.max_upload_files, 1),
         )
 
 
@@ -154,17 +111,17 @@ class Settings:
         return cls(
             data_dir=data_dir,
             host=os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1",
-            port=_env_int("HAYHOOKS_PORT", 1416, 1),
-            auth_mode=_env_choice("SOURCEBOUND_AUTH_MODE", "trusted", AUTH_MODES),
+            port=env_int("HAYHOOKS_PORT", 1416, 1),
+            auth_mode=env_choice("SOURCEBOUND_AUTH_MODE", "trusted", AUTH_MODES),
             api_keys_file=Path(keys_file).resolve() if keys_file else data_dir / "api_keys.json",
             indexing_pipeline=os.environ.get("SOURCEBOUND_INDEXING_PIPELINE", "").strip() or "indexing",
             search_pipeline=os.environ.get("SOURCEBOUND_SEARCH_PIPELINE", "").strip() or "search",
             rag_pipeline=os.environ.get("SOURCEBOUND_RAG_PIPELINE", "").strip() or "query",
             enrich_pipeline=os.environ.get("SOURCEBOUND_ENRICH_PIPELINE", "").strip() or "enrich",
-            query_log_text=_env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
-            records_retention_days=_env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
-            records_prune_interval_s=_env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
-            bootstrap_corpus=_env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
+            query_log_text=env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
+            records_retention_days=env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
+            records_prune_interval_s=env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
+            bootstrap_corpus=env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
             sample_corpus_dir=Path(
                 os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
             ),

@@ -37,11 +37,13 @@ from components.core.document_identity import IndexingValidationError
 from components.core.errors import (
     ContextError,
     InsufficientStorageError,
+    InvalidRequestError,
     LifecycleError,
     LLMConnectionError,
     LLMTimeoutError,
     ModelNotAllowedError,
     ModelUnavailableError,
+    NotFoundError,
     RAGServiceError,
     TokenBudgetExceededError,
 )
@@ -57,6 +59,8 @@ _DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
     (LLMConnectionError, 503, "llm_unavailable"),
     (IndexingValidationError, 422, "validation_error"),
     (LifecycleError, 422, "validation_error"),
+    (InvalidRequestError, 422, "validation_error"),
+    (NotFoundError, 404, "not_found"),
     (InsufficientStorageError, 507, "insufficient_storage"),
     (ContextError, 503, "context_unavailable"),
     (RAGServiceError, 503, "service_unavailable"),

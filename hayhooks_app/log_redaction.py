@@ -6,7 +6,7 @@ whole request body bound as ``params``: query text, user tags, uploaded text. Th
 would undercut ``SOURCEBOUND_QUERY_LOG_TEXT=hash`` and put document text in plain
 log files, so :func:`install_log_redaction` drops the bound body from every log
 record (the line itself, with the pipeline name and request id, stays). What was
-asked is recorded where we decide: the query log (``hayhooks_app.records``).
+asked is recorded where we decide: the query log (``components.stores.record_store``).
 
 Usage:
 ```python

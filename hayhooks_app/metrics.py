@@ -32,7 +32,10 @@ from prometheus_client import CONTENT_TYPE_LATEST as PROMETHEUS_CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
-__all__ = ["PROMETHEUS_CONTENT_TYPE", "Metrics", "metrics"]
+from components.services.request_observer import RequestObserver
+from hayhooks_app.errors import map_exception
+
+__all__ = ["PROMETHEUS_CONTENT_TYPE", "Metrics", "MetricsObserver", "metrics"]
 
 # The `_created` series double the output and nothing here reads them.
 disable_created_metrics()
@@ -105,6 +108,53 @@ class Metrics:
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
         return generate_latest(self.registry)
+
+
+class MetricsObserver(RequestObserver):
+    """
+    The request service's observer (``components.services.request_observer``): counts into :class:`Metrics`, and
+    names a failure's outcome by its HTTP error type (``hayhooks_app.errors``).
+
+    :param target: The metrics to count into.
+    """
+
+    def __init__(self, target: Metrics) -> None:
+        self.target = target
+
+    def outcome(self, error: BaseException) -> str:
+        mapped = map_exception(error)
+        return mapped.error_type if mapped is not None else "internal_error"
+
+    def query_failed(self, endpoint: str, outcome: str) -> None:
+        self.target.queries.labels(endpoint, outcome).inc()
+
+    def query_answered(
+        self, endpoint: str, mode: str, latency_s: float, results: int, tokens: int, action: str | None = None
+    ) -> None:
+        self.target.query_latency.labels(endpoint, mode).observe(latency_s)
+        self.target.query_results.labels(endpoint, mode).observe(results)
+        self.target.query_tokens.labels(endpoint).observe(tokens)
+        self.target.queries.labels(endpoint, "ok").inc()
+        if action:
+            self.target.answers.labels(action).inc()
+
+    def documents_indexed(self, latency_s: float, chunks: int, statuses: dict[str, int]) -> None:
+        self.target.embedding_latency.observe(latency_s)
+        self.target.chunks_created.inc(chunks)
+        for status, count in statuses.items():
+            self.target.documents_indexed.labels(status).inc(count)
+
+    def documents_invalidated(self, reason: str | None, documents: int, chunks: int) -> None:
+        label = reason_label(reason)
+        self.target.invalidations.labels(label).inc(documents)
+        self.target.invalidated_chunks.labels(label).inc(chunks)
+
+    def flags_changed(self, flag: str, documents: int) -> None:
+        self.target.flag_updates.labels(flag).inc(documents)
+
+    def tenant_deleted(self, chunks: int) -> None:
+        self.target.tenant_deletions.inc()
+        self.target.tenant_chunks_removed.inc(chunks)
 
 
 metrics = Metrics()

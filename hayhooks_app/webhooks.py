@@ -38,12 +38,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from prometheus_client import Gauge
 
+from components.runtime.environment import ConfigError, env_int
+from components.services.source_jobs import SourceJobs, declared_sources
 from components.services.source_sync import SourceNotFoundError
-from hayhooks_app.config import ConfigError, _env_int
 from hayhooks_app.errors import ApiError, forbidden, unauthorized
 from hayhooks_app.identity import authenticate
 from hayhooks_app.metrics import metrics
-from hayhooks_app.sources import SourceJobs
 
 logger = logging.getLogger(__name__)
 
@@ -274,12 +274,29 @@ async def _queue_once(
     return JSONResponse({"job_id": job_id, "status": "queued", "source": source}, status_code=202)
 
 
+def _source_jobs(container: Any) -> SourceJobs | None:
+    """The sync jobs of ``SOURCEBOUND_SOURCES`` over the container's request service, or ``None`` without sources."""
+    declared = declared_sources()
+    if declared is None:
+        return None
+    sources, interval = declared
+    return SourceJobs(
+        sources,
+        interval,
+        container.settings.data_dir,
+        index_streams=container.requests.index_streams,
+        invalidate=container.requests.invalidate,
+        max_file_bytes=container.indexing.max_file_bytes,
+        retention_days=container.settings.records_retention_days,
+    )
+
+
 def install_sources(app: FastAPI, container: Any) -> None:
     """
     Add the webhook and job routes, run the source jobs with the app's lifespan (after the container is
     built, stopped before it closes) and register the ``embedding_queue`` gauges.
     """
-    max_bytes = _env_int("SOURCEBOUND_WEBHOOK_MAX_BYTES", DEFAULT_WEBHOOK_MAX_BYTES, 1024)
+    max_bytes = env_int("SOURCEBOUND_WEBHOOK_MAX_BYTES", DEFAULT_WEBHOOK_MAX_BYTES, 1024)
     verifier = JwtVerifier.from_env()
     app.state.source_jobs = None
     app.router.routes[:0] = _router(app, container, max_bytes, verifier).routes
@@ -289,7 +306,7 @@ def install_sources(app: FastAPI, container: Any) -> None:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         async with previous(app):
-            jobs = SourceJobs.from_env(container)
+            jobs = _source_jobs(container)
             app.state.source_jobs = _current["jobs"] = jobs
             if jobs is not None:
                 jobs.start()

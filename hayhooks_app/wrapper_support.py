@@ -30,10 +30,11 @@ from hayhooks import BasePipelineWrapper
 from pydantic import BaseModel
 from starlette.datastructures import Headers
 
+from components.core.requester import Identity
+from hayhooks_app.container import ServiceContainer, get_container
 from hayhooks_app.errors import raise_api_errors
-from hayhooks_app.identity import Identity, authorize_write, resolve_identity
+from hayhooks_app.identity import authorize_write, resolve_identity
 from hayhooks_app.schemas import FIELD_DESCRIPTIONS
-from hayhooks_app.service import ServiceContainer, get_container
 
 
 class ServiceWrapper(BasePipelineWrapper):

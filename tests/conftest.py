@@ -4,12 +4,18 @@ import socket
 
 import pytest
 
-from components.core.runtime import configure_offline
+from components.runtime.offline import configure_offline
 
 configure_offline()
 
-# Fixtures shared across folders: the Ollama double (or a real Ollama) and the module-scoped Edge store.
-pytest_plugins = ["support.ollama_double", "support.indexing_support", "support.rabbitmq", "support.postgres"]
+# Fixtures shared across folders: the Ollama double (or a real Ollama), the module-scoped Edge store, API keys.
+pytest_plugins = [
+    "support.ollama_double",
+    "support.indexing_support",
+    "support.rabbitmq",
+    "support.postgres",
+    "support.api_keys",
+]
 
 
 @pytest.fixture

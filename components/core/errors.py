@@ -15,9 +15,10 @@ SourceboundError                  the one base of every error sourcebound raises
     ├── ContextError              retrieval or context formatting failed
     └── TokenBudgetExceededError  query + system prompt do not fit the model window
 
-The other errors (indexing validation, lifecycle, store, configuration, tag directory) derive from
-``SourceboundError`` too, beside the builtin or Haystack class callers already catch (``ValueError``,
-``DocumentStoreError``), so the HTTP layer maps them with ``isinstance`` (docs/contract.md, "Errors").
+The other errors (invalid request, not found, indexing validation, lifecycle, store, configuration,
+tag directory) derive from ``SourceboundError`` too, beside the builtin or Haystack class callers already
+catch (``ValueError``, ``LookupError``, ``DocumentStoreError``), so the HTTP layer maps them with
+``isinstance`` (docs/contract.md, "Errors").
 ```
 """
 
@@ -32,6 +33,14 @@ class InsufficientStorageError(SourceboundError):
 
 class LifecycleError(SourceboundError, ValueError):
     """A lifecycle request is invalid (no tenant, no or malformed document ids, nothing to set)."""
+
+
+class InvalidRequestError(SourceboundError, ValueError):
+    """A request a service refuses as it stands (e.g. two histories at once); the message names the field (422)."""
+
+
+class NotFoundError(SourceboundError, LookupError):
+    """What a request names does not exist for the requester; someone else's reads exactly like none (404)."""
 
 
 class RAGServiceError(SourceboundError):
@@ -65,6 +74,8 @@ class TokenBudgetExceededError(RAGServiceError):
 __all__ = [
     "SourceboundError",
     "LifecycleError",
+    "InvalidRequestError",
+    "NotFoundError",
     "RAGServiceError",
     "LLMConnectionError",
     "LLMTimeoutError",

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.sentence_vector_cache import SentenceVectorCache, stored_vector
 from components.embedders.onnx_embedding import OnnxSentenceEncoder, load_encoder, model_digest, resolve_threads
+from components.stores.sentence_vector_cache import SentenceVectorCache, stored_vector
 
 logger = logging.getLogger(__name__)
 

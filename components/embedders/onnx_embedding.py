@@ -7,7 +7,7 @@ in float32, without importing torch or transformers: the word pieces come from t
 ``tokenizer.json`` through the ``tokenizers`` library and the forward pass from ONNX Runtime.
 
 The ONNX file is exported once from the folder's weights into the cache directory
-(``components.core.runtime.cache_dir()/onnx``, so ``SOURCEBOUND_CACHE_DIR`` moves it) under a name
+(``components.runtime.offline.cache_dir()/onnx``, so ``SOURCEBOUND_CACHE_DIR`` moves it) under a name
 that carries a digest of the weights, the tokenizer and config files, the model package version
 and the export recipe: a new package or new weights gives a new name, so the file is rebuilt, and
 stale files of the same model are removed. Only the export imports torch. The file is written to
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from components.core.runtime import cache_dir, resolve_model_reference
+from components.runtime.offline import cache_dir, resolve_model_reference
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """
 ``SentenceVectorIndexer``: embeds the reader's sentences of every chunk at indexing time and keeps their vectors
-in a :class:`components.core.sentence_vector_cache.SentenceVectorCache` file, so the query pipeline's reader
+in a :class:`components.stores.sentence_vector_cache.SentenceVectorCache` file, so the query pipeline's reader
 reads them instead of embedding ~20 sentences per request (docs/reader.md, "Cost").
 
 It sits between the chunk embedder and the writer of ``pipelines/indexing.yml`` and passes the chunks on

@@ -82,7 +82,7 @@ class ContextSentenceSplitter:
                     # Where the chunk belongs (document, section): the reader counts its words as the chunk's.
                     CONTEXT_HEADER_FIELD: context_header(document.meta or {}),
                 }
-                # Where the indexing pipeline stored this sentence's vector (components/core/sentence_vector_cache.py).
+                # Where the indexing pipeline stored this sentence's vector (stores/sentence_vector_cache.py).
                 for field in ("tenant_id", "document_id"):
                     if document.meta.get(field) is not None:
                         meta[field] = document.meta[field]

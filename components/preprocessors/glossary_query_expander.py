@@ -31,9 +31,9 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from components.core.glossary_store import GlossaryStore
 from components.core.span_tags import tag_span
 from components.core.vocabulary import Vocabulary
+from components.stores.glossary_store import GlossaryStore
 
 
 @component

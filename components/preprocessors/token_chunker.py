@@ -55,7 +55,7 @@ from typing import Any
 import tiktoken
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.core.runtime import resolve_model_reference
+from components.runtime.offline import resolve_model_reference
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ _PARAGRAPH, _SENTENCE, _LINE, _WORD = 3, 2, 1, 0
 
 @functools.lru_cache(maxsize=8)
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """A tiktoken encoding (cached; offline thanks to ``components.core.runtime``)."""
+    """A tiktoken encoding (cached; offline thanks to ``components.runtime.offline``)."""
     return tiktoken.get_encoding(name)
 
 

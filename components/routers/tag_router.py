@@ -12,7 +12,7 @@ Action:
 
 Route target: the primary tag is the most common tag of the context chunks among
 the tags the requester holds (ties: alphabetical), looked up in the SQLite
-:class:`components.core.tag_directory.TagDirectory` under the requester's ``tenant_id``
+:class:`components.stores.tag_directory.TagDirectory` under the requester's ``tenant_id``
 (tags are per tenant: another tenant's owner of a same-named tag is never used). With an owner and their email it
 routes there (``fallback: false``); otherwise (no context, no tag, no owner, owner
 unknown, or the tag has no owner in the requester's tenant) to the configured admin email with
@@ -31,7 +31,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.span_tags import tag_span
-from components.core.tag_directory import TagDirectory
+from components.stores.tag_directory import TagDirectory
 
 logger = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from components.core.errors import SourceboundError
-from components.core.state import database_url
 from components.document_stores.qdrant_edge.shard import LOCK_FILE_NAME, folder_holder
+from components.stores.state import database_url
 
 FORMAT = "sourcebound-backup"
 FORMAT_VERSION = 1

@@ -32,7 +32,7 @@ import yaml
 from haystack import Pipeline
 
 from components.core.errors import SourceboundError
-from components.core.runtime import configure_offline, embedding_model_path
+from components.runtime.offline import configure_offline, embedding_model_path
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 

@@ -47,7 +47,7 @@ from components.core.document_identity import IndexingValidationError, source_ty
 from components.core.errors import SourceboundError
 from components.services.git_mirror import GitMirror, web_file_url
 from components.services.source_config import SourceConfig
-from components.services.sync_state import SyncState
+from components.stores.sync_state import SyncState
 
 logger = logging.getLogger(__name__)
 

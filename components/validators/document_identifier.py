@@ -53,8 +53,8 @@ from components.core.document_identity import (
     derive_document_id,
     normalise_tags,
 )
-from components.core.runtime import DEFAULT_EMBEDDING_MODEL_NAME
 from components.core.url_canonicalizer import domain_allowed, parse_domain_list
+from components.runtime.offline import DEFAULT_EMBEDDING_MODEL_NAME
 
 logger = logging.getLogger(__name__)
 

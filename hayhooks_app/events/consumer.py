@@ -22,7 +22,7 @@ Usage:
 ```python
 from hayhooks_app.events.consumer import EventConsumer
 from hayhooks_app.events.settings import EventSettings
-from hayhooks_app.service import get_container
+from hayhooks_app.container import get_container
 
 consumer = EventConsumer(get_container(), EventSettings.from_env())
 consumer.run()             # until consumer.stop() (from another thread or a signal handler)
@@ -42,10 +42,10 @@ from prometheus_client import Counter
 
 from components.core.document_identity import IndexingValidationError
 from components.services.document_lifecycle import LifecycleError
+from hayhooks_app.container import ServiceContainer
 from hayhooks_app.events.messages import ROUTING_KEYS, Command, PoisonMessage, parse_event
 from hayhooks_app.events.settings import EventSettings
 from hayhooks_app.metrics import metrics
-from hayhooks_app.service import ServiceContainer
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +291,7 @@ class EventConsumer:
         if not live:
             return outcomes
         if live[0].kind == "upsert":
-            result = container.index_documents([command.arguments for command in live], key_id=key_id)
+            result = container.requests.index_documents([command.arguments for command in live], key_id=key_id)
             by_document = {(entry.get("tenant_id"), entry.get("document_id")): entry for entry in result["documents"]}
             by_id = {entry.get("document_id"): entry for entry in result["documents"]}
             for command in live:
@@ -307,7 +307,7 @@ class EventConsumer:
         (command,) = live
         ids = fresh[command.event_id]
         if command.kind == "upsert_file":
-            result = container.index_streams([self._file_stream(command)], key_id=key_id)
+            result = container.requests.index_streams([self._file_stream(command)], key_id=key_id)
             entry = (result.get("documents") or [{}])[0]
             if entry.get("status") not in {"indexed", "unchanged"}:
                 command.last_error = str(entry.get("error", "no result"))
@@ -316,9 +316,9 @@ class EventConsumer:
             outcomes[command.event_id] = self._record(command, "applied", ids, details)
             return outcomes
         if command.kind == "invalidate":
-            result = container.invalidate(command.tenant_id, ids, key_id=key_id, **command.arguments)
+            result = container.requests.invalidate(command.tenant_id, ids, key_id=key_id, **command.arguments)
         else:
-            result = container.set_flags(command.tenant_id, ids, key_id=key_id, **command.arguments)
+            result = container.requests.set_flags(command.tenant_id, ids, key_id=key_id, **command.arguments)
         outcomes[command.event_id] = self._record(command, "applied", ids, result)
         return outcomes
 

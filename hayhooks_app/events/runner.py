@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 from hayhooks_app.events.settings import EventSettings
 
 if TYPE_CHECKING:  # imported where used: the CLI registers this command before `serve` keeps torch out
+    from hayhooks_app.container import ServiceContainer
     from hayhooks_app.events.consumer import EventConsumer
-    from hayhooks_app.service import ServiceContainer
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def run_consumer(args: argparse.Namespace) -> int:
 
     if getattr(args, "data_dir", None):
         os.environ["SOURCEBOUND_DATA_DIR"] = args.data_dir
-    from components.core.runtime import keep_torch_out
+    from components.runtime.offline import keep_torch_out
 
     keep_torch_out()  # embeddings run on ONNX Runtime (docs/embeddings.md)
     from hayhooks_app.config import ConfigError, Settings
@@ -85,8 +85,8 @@ def run_consumer(args: argparse.Namespace) -> int:
     if not events.tenants:
         print("error: SOURCEBOUND_EVENTS_TENANTS names no tenant: the consumer could change nothing.", file=sys.stderr)
         return 2
+    from hayhooks_app.container import ServiceContainer
     from hayhooks_app.events.consumer import EventConsumer
-    from hayhooks_app.service import ServiceContainer
 
     container = ServiceContainer(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)

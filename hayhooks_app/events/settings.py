@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hayhooks_app.config import ConfigError, _env_bool, _env_int
+from components.runtime.environment import ConfigError, env_bool, env_int
 
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 
@@ -84,13 +84,13 @@ class EventSettings:
         return cls(
             tenants=tenants,
             url=os.environ.get("SOURCEBOUND_EVENTS_URL", "").strip() or DEFAULT_URL,
-            allow_public=_env_bool("SOURCEBOUND_EVENTS_ALLOW_PUBLIC", False),
-            prefetch=_env_int("SOURCEBOUND_EVENTS_PREFETCH", 32, 1),
-            batch_wait_s=_env_int("SOURCEBOUND_EVENTS_BATCH_WAIT_MS", 200, 0) / 1000,
-            max_attempts=_env_int("SOURCEBOUND_EVENTS_MAX_ATTEMPTS", 5, 1),
-            retry_base_s=_env_int("SOURCEBOUND_EVENTS_RETRY_BASE_MS", 500, 0) / 1000,
-            retry_max_s=_env_int("SOURCEBOUND_EVENTS_RETRY_MAX_MS", 30000, 0) / 1000,
-            in_server=_env_bool("SOURCEBOUND_EVENTS_CONSUMER", False),
+            allow_public=env_bool("SOURCEBOUND_EVENTS_ALLOW_PUBLIC", False),
+            prefetch=env_int("SOURCEBOUND_EVENTS_PREFETCH", 32, 1),
+            batch_wait_s=env_int("SOURCEBOUND_EVENTS_BATCH_WAIT_MS", 200, 0) / 1000,
+            max_attempts=env_int("SOURCEBOUND_EVENTS_MAX_ATTEMPTS", 5, 1),
+            retry_base_s=env_int("SOURCEBOUND_EVENTS_RETRY_BASE_MS", 500, 0) / 1000,
+            retry_max_s=env_int("SOURCEBOUND_EVENTS_RETRY_MAX_MS", 30000, 0) / 1000,
+            in_server=env_bool("SOURCEBOUND_EVENTS_CONSUMER", False),
             files_dir=Path(files_dir).resolve()
             if (files_dir := os.environ.get("SOURCEBOUND_EVENTS_FILES_DIR", "").strip())
             else None,

@@ -13,7 +13,7 @@ import openai
 import pytest
 from support.api_server import REPO, ApiServer, error_of, settled_query_log
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -57,7 +57,7 @@ def keys(first_run):
         "admin": {"tenant_id": "t-admin", "tags": ["ops"], "permissions": ["admin"]},
         "globex": {"tenant_id": "globex", "tags": ["people", "everyone", "accounting"]},
     }
-    return {name: cli_keys.register_key(keys_file, **grant)[0] for name, grant in grants.items()}
+    return {name: key_store.register_key(keys_file, **grant)[0] for name, grant in grants.items()}
 
 
 @pytest.fixture(scope="module")

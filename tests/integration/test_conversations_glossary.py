@@ -13,7 +13,7 @@ import openai
 import pytest
 from support.api_server import REPO, ApiServer, error_of
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -211,7 +211,7 @@ def keyed(tmp_path_factory):
         "admin": {"tenant_id": "acme", "tags": ["hr"], "permissions": ["admin"]},
         "globex": {"tenant_id": "globex", "tags": ["hr"], "user_id": "u-sam", "permissions": ["admin"]},
     }
-    keys = {name: cli_keys.register_key(keys_file, **grant)[0] for name, grant in grants.items()}
+    keys = {name: key_store.register_key(keys_file, **grant)[0] for name, grant in grants.items()}
     env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false", **SUMMARY_ENV}
     with ApiServer(data_dir, env=env) as running:
         document = {

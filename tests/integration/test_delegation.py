@@ -11,9 +11,11 @@ import sqlite3
 import pytest
 from support.api_server import ApiServer, error_of, settled_query_log
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
+from components.stores.key_store import ApiKeyRecord, ApiKeyStore, hash_key
+from hayhooks_app.cli import keys as cli_keys
 from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import ApiKeyRecord, ApiKeyStore, authorize_write, hash_key, resolve_identity
+from hayhooks_app.identity import authorize_write, resolve_identity
 
 
 def _bearer(key):
@@ -34,7 +36,7 @@ def keys(keys_file):
         "plain": {},
     }
     return {
-        name: cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], **grant)[0]
+        name: key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], **grant)[0]
         for name, grant in grants.items()
     }
 
@@ -64,7 +66,7 @@ class TestApiKeyRecord:
 
     def test_user_and_grant_together_are_rejected(self, keys_file):
         with pytest.raises(ValueError, match="either a user key"):
-            cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], user_id="u", act_as_users=["*"])
+            key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], user_id="u", act_as_users=["*"])
 
     @pytest.mark.parametrize("grant", [[], "u-*", [""], [3]])
     def test_malformed_grant_is_rejected(self, grant):
@@ -123,8 +125,10 @@ class TestResolveIdentity:
         assert "keys add --user" in error.value.message and "keys add --act-as-users" in error.value.message
 
     def test_writes_into_a_users_space_need_the_grant(self, keys_file):
-        writer, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["write"])
-        owner, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["write"], user_id="u-a")
+        writer, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["write"])
+        owner, _ = key_store.register_key(
+            keys_file, tenant_id="acme", tags=["hr"], permissions=["write"], user_id="u-a"
+        )
         store = ApiKeyStore(keys_file)
         for key, user in ((writer, "u-a"), (owner, "u-b")):
             with pytest.raises(ApiError) as error:
@@ -142,7 +146,7 @@ class TestCli:
         assert cli_keys.main([*base, "--act-as-users", "u-acme-*,svc-bot"]) == 0
         assert cli_keys.main([*base, "--user", "u", "--act-as-users"]) == 2
         assert "either a user key" in capsys.readouterr().err
-        grants = [record.act_as_users for record in cli_keys.list_keys(keys_file)]
+        grants = [record.act_as_users for record in key_store.list_keys(keys_file)]
         assert grants == [("*",), ("u-acme-*", "svc-bot")]
         assert cli_keys.main(["--keys-file", str(keys_file), "list"]) == 0
         assert "act_as_users=u-acme-*,svc-bot" in capsys.readouterr().out
@@ -165,7 +169,7 @@ def server(tmp_path_factory):
         "writer": {"permissions": ["read", "write"]},
     }
     keys = {
-        name: cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], **grant)[0]
+        name: key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], **grant)[0]
         for name, grant in grants.items()
     }
     env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}

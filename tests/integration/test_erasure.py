@@ -13,11 +13,9 @@ import pytest
 from support.api_server import ApiServer
 from support.sqlite_files import rows
 
-from components.core.tag_directory import TagDirectory
-from hayhooks_app import cli_keys
+from components.stores import key_store
+from components.stores.tag_directory import TagDirectory
 from hayhooks_app.cli import main as sourcebound
-from hayhooks_app.erasure import erase_tenant, erase_user
-from hayhooks_app.records import RecordStore
 
 ACME_QUERY = "secret acme merger codename"  # query text that must not survive the tenant
 
@@ -92,8 +90,8 @@ def data_dir(tmp_path_factory):
         directory.add_user("u-alice", "alice@example.com")
         for tenant in ("acme", "globex"):
             directory.set_tag_owner(tenant, "hr", "u-alice")
-            cli_keys.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], permissions=["admin"])
-            cli_keys.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], user_id="u-alice")
+            key_store.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], permissions=["admin"])
+            key_store.register_key(data_dir / "api_keys.json", tenant_id=tenant, tags=["hr"], user_id="u-alice")
         response = server.client.post("/delete_tenant/run", json={"tenant_id": "acme"})
         assert response.status_code == 200, response.text
         searched_after = server.client.post(
@@ -218,37 +216,3 @@ class TestUserDelete:
     def test_cli_delete_needs_a_target(self, data_dir, capsys):
         assert sourcebound(["delete", "--data-dir", str(data_dir.path)]) == 2
         assert "--tenant" in capsys.readouterr().err
-
-
-@pytest.mark.integration
-class TestEraseFunctions:
-    def test_erase_user_across_tenants_and_tenant_without_directory(self, tmp_path):
-        from haystack import Document
-
-        from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
-
-        store = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
-        meta = {"tags": ["hr"], "scope": "user", "user_id": "u-x"}
-        store.write_documents(
-            [
-                Document(
-                    id=f"n:{i}",
-                    content=f"note {i}",
-                    meta={**meta, "tenant_id": t, "document_id": "n"},
-                    embedding=[1, 0, 0, 0],
-                )
-                for i, t in enumerate(("a", "b"))
-            ]
-        )
-        records = RecordStore(tmp_path / "records.sqlite")
-        records.log_query(endpoint="search", query="q", latency_ms=1, tenant_id="a", user_id="u-x")
-        assert erase_user(store, "u-x", records=records, keys_file=tmp_path / "none.json") == {
-            "chunks": 2,
-            "api_keys": 0,
-            "query_log_rows": 1,
-        }
-        assert erase_tenant(store, "a", records=records, directory=None, keys_file=None) == {
-            "chunks": 0, "tag_owners": 0, "api_keys": 0, "query_log_rows": 0, "index_events": 0,
-        }  # fmt: skip
-        records.close()
-        store.close()

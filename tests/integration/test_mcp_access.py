@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from support.api_server import REPO, ApiServer
 from support.mcp_client import call_tool, error_text, list_tools
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -79,7 +79,7 @@ def returned_documents(tool: str, result: dict) -> set[str]:
 def server(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("mcp-keys") / "data"
     data_dir.mkdir(parents=True)
-    keys = {name: cli_keys.register_key(data_dir / "api_keys.json", **grant)[0] for name, grant in GRANTS.items()}
+    keys = {name: key_store.register_key(data_dir / "api_keys.json", **grant)[0] for name, grant in GRANTS.items()}
     with ApiServer(data_dir, env={"SOURCEBOUND_AUTH_MODE": "api_key"}) as running:
         running.keys = keys
         yield running

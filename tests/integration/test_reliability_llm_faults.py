@@ -223,7 +223,7 @@ class TestGrounding:
 @pytest.fixture(scope="module")
 def directory(server):
     """The sample corpus's tag-owner directory (acme's ``hr`` owner: maria) in the server's ``tags.sqlite``."""
-    from components.core.tag_directory import TagDirectory
+    from components.stores.tag_directory import TagDirectory
 
     TagDirectory(server.data_dir / "tags.sqlite").load_from_yaml(SAMPLE_DIRECTORY)
 

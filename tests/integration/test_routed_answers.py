@@ -35,7 +35,7 @@ DRAFT_WORDS = ("45", "sabbatical", "generous", "secret-plan")
 
 
 def _index(server: ApiServer) -> None:
-    from components.core.tag_directory import TagDirectory
+    from components.stores.tag_directory import TagDirectory
 
     document = {
         "content": POLICY,

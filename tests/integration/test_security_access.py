@@ -707,7 +707,7 @@ class ProbeKey:
 @pytest.fixture(scope="module", params=ENGINES)
 def key_server(request, tmp_path_factory):
     """The same corpus on a server in api_key mode, indexed by per-tenant writer keys; read keys of every kind."""
-    from hayhooks_app import cli_keys
+    from components.stores import key_store
 
     data_dir = tmp_path_factory.mktemp(f"access-keys-{request.param}") / "data"
     keys_file = data_dir / "api_keys.json"
@@ -716,13 +716,13 @@ def key_server(request, tmp_path_factory):
     rng = random.Random(SEED + 1)
     writers, readers = {}, []
     for tenant in TENANTS:
-        writers[tenant] = cli_keys.register_key(
+        writers[tenant] = key_store.register_key(
             keys_file, tenant_id=tenant, tags=TAGS, permissions=["write", "public"], act_as_users=["*"]
         )[0]
         grants = [{"user_id": user} for user in USERS] + [{"act_as_users": ["u-*"]}, {"act_as_users": ["*"]}, {}]
         for grant in grants:
             tags = rng.sample(TAGS, rng.choice([2, 6, len(TAGS)]))
-            key = cli_keys.register_key(keys_file, tenant_id=tenant, tags=tags, **grant)[0]
+            key = key_store.register_key(keys_file, tenant_id=tenant, tags=tags, **grant)[0]
             readers.append(ProbeKey(key, tenant, tags, grant.get("user_id"), grant.get("act_as_users")))
     env = {
         "SOURCEBOUND_AUTH_MODE": "api_key",

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from support.api_server import ApiServer, error_of
 from support.git_repos import GitRepo, github_signature, push_payload
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -61,10 +61,10 @@ def world(tmp_path_factory):
     keys_file = data_dir / "api_keys.json"
     data_dir.mkdir()
     keys = {
-        "reader": cli_keys.register_key(keys_file, tenant_id="acme", tags=["eng"])[0],
-        "writer": cli_keys.register_key(keys_file, tenant_id="acme", tags=["eng"], permissions=["read", "write"])[0],
-        "admin": cli_keys.register_key(keys_file, tenant_id="acme", tags=["eng"], permissions=["admin"])[0],
-        "globex_admin": cli_keys.register_key(keys_file, tenant_id="globex", tags=["ops"], permissions=["admin"])[0],
+        "reader": key_store.register_key(keys_file, tenant_id="acme", tags=["eng"])[0],
+        "writer": key_store.register_key(keys_file, tenant_id="acme", tags=["eng"], permissions=["read", "write"])[0],
+        "admin": key_store.register_key(keys_file, tenant_id="acme", tags=["eng"], permissions=["admin"])[0],
+        "globex_admin": key_store.register_key(keys_file, tenant_id="globex", tags=["ops"], permissions=["admin"])[0],
     }
     env = {
         "SOURCEBOUND_AUTH_MODE": "api_key",

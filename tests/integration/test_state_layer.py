@@ -21,17 +21,19 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from components.core.glossary_store import GlossaryStore
-from components.core.state import STORES, open_state
-from components.core.state.importer import import_data_dir
-from components.core.state.migrations import current
-from components.core.tag_directory import TagDirectory, TagOwner
+from components.core.requester import Identity
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
-from components.services.sync_state import SyncState
-from hayhooks_app import cli_keys
-from hayhooks_app.conversations import ConversationService, ConversationSettings, erase_conversations
-from hayhooks_app.identity import ApiKeyStore, Identity, SqlApiKeys
-from hayhooks_app.records import QueryLogWriter, RecordStore
+from components.services.conversation_service import ConversationService, ConversationSettings
+from components.stores import key_store
+from components.stores.conversation_store import erase_conversations
+from components.stores.glossary_store import GlossaryStore
+from components.stores.key_store import ApiKeyStore, SqlApiKeys
+from components.stores.record_store import QueryLogWriter, RecordStore
+from components.stores.state import STORES, open_state
+from components.stores.state.importer import import_data_dir
+from components.stores.state.migrations import current
+from components.stores.sync_state import SyncState
+from components.stores.tag_directory import TagDirectory, TagOwner
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +46,7 @@ ALICE = Identity(tenant_id="acme", user_tags=("hr",), user_id="u-alice")
 @pytest.fixture(params=["sqlite", "postgresql"])
 def state_url(request, tmp_path):
     """The shared database of one test: a SQLite file, or a fresh PostgreSQL database."""
-    from components.core.state.database import dispose_shared
+    from components.stores.state.database import dispose_shared
 
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'state.sqlite'}"
@@ -79,7 +81,7 @@ class TestMigrations:
         assert TagDirectory("unused", database_url=state_url).list_users() == [("u", "u@x.example")]
 
     def test_replicas_starting_at_once_migrate_once(self, state_url):
-        from components.core.state.database import create_database
+        from components.stores.state.database import create_database
 
         databases = [create_database(state_url) for _ in range(4)]
         _parallel(4, lambda index: databases[index].migrate("records"))
@@ -123,19 +125,19 @@ class TestKeys:
         self, state_url, monkeypatch, tmp_path
     ):
         monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", state_url)
-        key, record = cli_keys.register_key(tmp_path / "keys.json", tenant_id="acme", tags=["hr"], user_id="u-alice")
+        key, record = key_store.register_key(tmp_path / "keys.json", tenant_id="acme", tags=["hr"], user_id="u-alice")
         now = [100.0]
         cached = ApiKeyStore(Path("other.json"), cache_seconds=2.0, clock=lambda: now[0])
         uncached = ApiKeyStore(Path("other.json"), cache_seconds=0)
         assert cached.lookup(key) == record and uncached.lookup(key) == record
         assert cached.lookup("sb_wrong") is None and len(cached) == 1
-        assert cli_keys.revoke_key(tmp_path / "keys.json", record.key_id) is True
+        assert key_store.revoke_key(tmp_path / "keys.json", record.key_id) is True
         assert uncached.lookup(key) is None  # no cache: the next request
         now[0] += 1.0
         assert cached.lookup(key) == record  # within the documented bound the cached grant may still hold
         now[0] += 1.5
         assert cached.lookup(key) is None  # past it, never
-        assert cli_keys.revoke_key(tmp_path / "keys.json", record.key_id) is False
+        assert key_store.revoke_key(tmp_path / "keys.json", record.key_id) is False
         assert not (tmp_path / "keys.json").exists()  # the shared database holds them, no file
 
     def test_a_key_is_stored_once(self, state_url):
@@ -156,7 +158,7 @@ class TestKeys:
 
 
 def _record(key: str, tenant: str, user: str | None):
-    from hayhooks_app.identity import ApiKeyRecord, hash_key
+    from components.stores.key_store import ApiKeyRecord, hash_key
 
     return ApiKeyRecord.from_dict({"sha256": hash_key(key), "tenant_id": tenant, "user_id": user, "tags": ["t"]})
 

@@ -14,7 +14,7 @@ import yaml
 from playwright.sync_api import expect, sync_playwright
 from support.api_server import REPO, ApiServer
 
-from hayhooks_app import cli_keys
+from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -58,7 +58,7 @@ def key_server(tmp_path_factory):
     """An ``api_key`` mode server with an empty store (no corpus: the test uploads what it asks about)."""
     data_dir = tmp_path_factory.mktemp("web-keys") / "data"
     data_dir.mkdir(parents=True)
-    key, _ = cli_keys.register_key(
+    key, _ = key_store.register_key(
         data_dir / "api_keys.json", tenant_id="acme", tags=["all-staff"], permissions=["read", "write"]
     )
     env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}

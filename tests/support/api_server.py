@@ -132,7 +132,7 @@ class ApiServer:
 def settled_query_log(data_dir: Path, quiet_s: float = 0.3, timeout_s: float = 10.0) -> None:
     """
     Wait until the server's background writer has written the query log (``records.sqlite`` unchanged for
-    ``quiet_s``): the query log is written off the request path (hayhooks_app/records.py).
+    ``quiet_s``): the query log is written off the request path (components/stores/record_store.py).
     """
     import sqlite3
 

@@ -105,7 +105,7 @@ def postgres_cluster():
 @pytest.fixture
 def postgres_url(postgres_cluster):
     """A fresh, empty database for one test (the state layer's pooled connections to it closed afterwards)."""
-    from components.core.state.database import dispose_shared
+    from components.stores.state.database import dispose_shared
 
     yield postgres_cluster.create_database()
     dispose_shared()

@@ -13,4 +13,4 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: DeleteTenantRequest, headers: Headers | None) -> dict:
         """Delete a tenant: all its chunks leave the index (api_key mode needs the admin permission)."""
         key_id = self.authorize_write(headers, tenant_ids={request.tenant_id}, permission="admin")
-        return self.container.delete_tenant(request.tenant_id, key_id=key_id)
+        return self.container.requests.delete_tenant(request.tenant_id, key_id=key_id)

@@ -17,4 +17,4 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: EnrichRequestBody, headers: Headers | None) -> dict:
         """Context for a message from the documents the requester may see, ready to paste into a prompt."""
         identity = self.identify(headers, request)
-        return self.container.enrich(request.model_dump(mode="json", exclude_none=True), identity)
+        return self.container.requests.enrich(request.model_dump(mode="json", exclude_none=True), identity)

@@ -13,7 +13,7 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: FlagsRequest, headers: Headers | None) -> dict:
         """Set or clear the tainted / verified flags of documents (search filters use them)."""
         key_id = self.authorize_write(headers, tenant_ids={request.tenant_id})
-        return self.container.set_flags(
+        return self.container.requests.set_flags(
             request.tenant_id,
             request.document_ids,
             tainted=request.tainted,

@@ -20,4 +20,4 @@ class PipelineWrapper(ServiceWrapper):
             user_ids={document.user_id for document in request.documents if document.user_id},
             public=any(document.scope == "public" for document in request.documents),
         )
-        return self.container.index_documents(documents, key_id=key_id)
+        return self.container.requests.index_documents(documents, key_id=key_id)

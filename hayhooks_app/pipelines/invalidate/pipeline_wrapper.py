@@ -13,6 +13,6 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: InvalidateRequest, headers: Headers | None) -> dict:
         """Invalidate documents: every chunk of each is removed; the reason and cascade id are recorded."""
         key_id = self.authorize_write(headers, tenant_ids={request.tenant_id})
-        return self.container.invalidate(
+        return self.container.requests.invalidate(
             request.tenant_id, request.document_ids, reason=request.reason, cascade_id=request.cascade_id, key_id=key_id
         )

@@ -19,7 +19,7 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: RAGRequestBody, headers: Headers | None) -> dict:
         """Answer a question from the documents the requester may see, with citations and confidence."""
         identity = self.identify(headers, request)
-        return self.container.rag(request.model_dump(mode="json", exclude_none=True), identity)
+        return self.container.requests.answer(request.model_dump(mode="json", exclude_none=True), identity)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict, headers: Headers | None = None):
         """OpenAI-compatible chat: the last user message is the query, earlier ones the history."""

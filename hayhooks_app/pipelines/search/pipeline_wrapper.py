@@ -14,4 +14,4 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: SearchRequestBody, headers: Headers | None) -> dict:
         """Search the documents the requester may see (vector, keyword or hybrid)."""
         identity = self.identify(headers, request)
-        return self.container.search(request.model_dump(mode="json", exclude_none=True), identity)
+        return self.container.requests.search(request.model_dump(mode="json", exclude_none=True), identity)

@@ -163,6 +163,8 @@ class TestErrorMapping:
             ("ModelUnavailableError", 503, "model_unavailable"),
             ("LLMConnectionError", 503, "llm_unavailable"),
             ("LLMTimeoutError", 504, "llm_timeout"),
+            ("NotFoundError", 404, "not_found"),
+            ("InvalidRequestError", 422, "validation_error"),
         ],
     )
     def test_service_errors_map_to_status(self, name, status, error_type):

@@ -1,78 +1,16 @@
-"""Identity modes, the hashed keys file and the `keys` CLI of the HTTP API."""
-
-import json
-import os
+"""Identity modes of the HTTP API: who is asking, and may they write (the keys are in tests/unit/components/stores)."""
 
 import pytest
 
-from hayhooks_app import cli_keys
+from components.core.requester import Identity
+from components.stores import key_store
+from components.stores.key_store import ApiKeyStore
 from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import ApiKeyStore, Identity, authorize_write, bearer_token, hash_key, resolve_identity
-
-
-@pytest.fixture
-def keys_file(tmp_path):
-    return tmp_path / "keys.json"
-
-
-@pytest.fixture
-def alice_key(keys_file):
-    key, _record = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr", "engineering"], user_id="alice")
-    return key
+from hayhooks_app.identity import authorize_write, bearer_token, resolve_identity
 
 
 def _bearer(key):
     return {"authorization": f"Bearer {key}"}
-
-
-@pytest.mark.unit
-class TestKeysFile:
-    def test_register_stores_only_the_hash(self, keys_file, alice_key):
-        text = keys_file.read_text()
-        assert alice_key not in text
-        entry = json.loads(text)["keys"][0]
-        assert entry["sha256"] == hash_key(alice_key)
-        assert entry["tenant_id"] == "acme" and entry["tags"] == ["hr", "engineering"]
-        assert oct(os.stat(keys_file).st_mode & 0o777) == "0o600"
-
-    def test_lookup_finds_the_key_and_rereads_the_file(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        assert store.lookup(alice_key).user_id == "alice"
-        assert store.lookup("sb_wrong") is None
-        bob_key, _ = cli_keys.register_key(keys_file, tenant_id="globex", tags=["people"], user_id="bob")
-        assert store.lookup(bob_key).tenant_id == "globex"
-
-    def test_revoke_removes_the_key(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        record = store.lookup(alice_key)
-        assert cli_keys.revoke_key(keys_file, record.key_id)
-        assert store.lookup(alice_key) is None
-        assert not cli_keys.revoke_key(keys_file, record.key_id)
-
-    def test_invalid_file_keeps_the_previous_keys(self, keys_file, alice_key):
-        store = ApiKeyStore(keys_file)
-        assert store.lookup(alice_key) is not None
-        keys_file.write_text("{not json")
-        assert store.lookup(alice_key) is not None
-
-    def test_missing_file_means_no_keys(self, tmp_path):
-        assert len(ApiKeyStore(tmp_path / "absent.json")) == 0
-
-    def test_register_rejects_unknown_permission(self, keys_file):
-        with pytest.raises(ValueError, match="unknown permissions"):
-            cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["root"])
-
-    def test_cli_add_list_revoke(self, keys_file, capsys):
-        assert (
-            cli_keys.main(["--keys-file", str(keys_file), "add", "--tenant", "acme", "--tags", "hr,it", "--user", "u1"])
-            == 0
-        )
-        key = capsys.readouterr().out.strip().splitlines()[-1]
-        assert key.startswith("sb_") and ApiKeyStore(keys_file).lookup(key).tags == ("hr", "it")
-        assert cli_keys.main(["--keys-file", str(keys_file), "list"]) == 0
-        key_id = capsys.readouterr().out.split("\t")[0]
-        assert cli_keys.main(["--keys-file", str(keys_file), "revoke", key_id]) == 0
-        assert cli_keys.main(["--keys-file", str(keys_file), "revoke", key_id]) == 1
 
 
 @pytest.mark.unit
@@ -131,7 +69,7 @@ class TestResolveIdentity:
         assert caught.value.status_code == 401
 
     def test_project_restricted_keys(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["engineering"], projects=["atlas"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["engineering"], projects=["atlas"])
         store = ApiKeyStore(keys_file)
         assert (
             resolve_identity(
@@ -158,7 +96,7 @@ class TestAuthorizeWrite:
         assert caught.value.status_code == 403 and "write" in caught.value.message
 
     def test_writer_is_bound_to_its_tenant_and_tags(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["read", "write"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["read", "write"])
         store = ApiKeyStore(keys_file)
         assert authorize_write("api_key", store, _bearer(key), tenant_ids={"acme"}, tags={"hr"}).startswith("key-")
         for tenants, tags in (({"globex"}, {"hr"}), ({"acme"}, {"finance"})):
@@ -169,5 +107,5 @@ class TestAuthorizeWrite:
             authorize_write("api_key", store, _bearer(key), tenant_ids={"acme"}, permission="admin")
 
     def test_admin_implies_write(self, keys_file):
-        key, _ = cli_keys.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["admin"])
+        key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["admin"])
         assert authorize_write("api_key", ApiKeyStore(keys_file), _bearer(key), tenant_ids={"acme"}) is not None

@@ -16,8 +16,8 @@ from support.query_corpus import sample_corpus_chunks, write_store
 from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelNotAllowedError, ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse
 from components.core.prompts import CONFIDENCE_PROMPT, QUERY_CLASSIFIER_PROMPT
-from components.core.tag_directory import TagDirectory
 from components.services.query_service import QueryService
+from components.stores.tag_directory import TagDirectory
 
 pytestmark = [pytest.mark.integration, pytest.mark.ollama]
 

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from components.core.errors import ModelNotAllowedError, TokenBudgetExceededError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER, RAGResponse, SearchResponse
-from components.core.tag_directory import TagDirectory
 from components.services.query_service import QueryService
+from components.stores.tag_directory import TagDirectory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

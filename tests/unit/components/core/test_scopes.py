@@ -11,10 +11,11 @@ from pydantic import ValidationError
 from components.core.access_rule import AccessRule
 from components.core.document_identity import access_meta_problems
 from components.core.models import SearchRequest
+from components.stores import key_store
+from components.stores.key_store import ApiKeyStore
 from components.validators.document_identifier import DocumentIdentifier
-from hayhooks_app import cli_keys
 from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import ApiKeyStore, authorize_write
+from hayhooks_app.identity import authorize_write
 
 BASE = {"tenant_id": "acme", "tags": ["hr"]}
 
@@ -54,8 +55,8 @@ class TestScopeValidation:
 class TestPublicWrites:
     def test_public_documents_need_the_public_permission(self, tmp_path):
         keys_file = tmp_path / "keys.json"
-        writer, _ = cli_keys.register_key(keys_file, tenant_id="vendor", tags=["docs"], permissions=["write"])
-        publisher, _ = cli_keys.register_key(
+        writer, _ = key_store.register_key(keys_file, tenant_id="vendor", tags=["docs"], permissions=["write"])
+        publisher, _ = key_store.register_key(
             keys_file, tenant_id="vendor", tags=["docs"], permissions=["write", "public"]
         )
         store = ApiKeyStore(keys_file)

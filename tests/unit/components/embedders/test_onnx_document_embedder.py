@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from components.core import runtime
 from components.embedders.onnx_document_embedder import OnnxDocumentEmbedder
+from components.runtime import offline as runtime
 
 TYPE = "components.embedders.onnx_document_embedder.OnnxDocumentEmbedder"
 DOCUMENTS = [

@@ -5,7 +5,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.core import runtime
 from components.embedders.onnx_embedding import (
     OnnxModelError,
     ensure_onnx_model,
@@ -15,6 +14,7 @@ from components.embedders.onnx_embedding import (
     read_layout,
     resolve_threads,
 )
+from components.runtime import offline as runtime
 
 # Short and long, with and without punctuation, so batches mix lengths and need padding.
 TEXTS = [

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.core import runtime
 from components.embedders.onnx_text_embedder import OnnxTextEmbedder
+from components.runtime import offline as runtime
 
 QUERIES = [
     "What is Qdrant Edge?",
@@ -95,7 +95,7 @@ class TestOnnxTextEmbedderModel:
         OnnxTextEmbedder().warm_up()  # the ONNX file exists in the cache before the child starts
         code = (
             "import sys, components\n"
-            "from components.core.runtime import keep_torch_out\n"
+            "from components.runtime.offline import keep_torch_out\n"
             "assert keep_torch_out()\n"  # as `python -m hayhooks_app serve` does first
             "from components.services.pipeline_loader import load_pipeline\n"
             "for name in ('search', 'query', 'query_ollama', 'indexing'):\n"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from components.core.glossary_store import GlossaryStore
 from components.preprocessors.glossary_query_expander import GlossaryQueryExpander
+from components.stores.glossary_store import GlossaryStore
 
 
 @pytest.fixture

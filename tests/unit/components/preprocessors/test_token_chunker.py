@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.indexing_support import sentences
 
-from components.core.runtime import embedding_model_path
 from components.preprocessors.token_chunker import TokenChunker, count_tokens
+from components.runtime.offline import embedding_model_path
 
 TOLERANCE = 20
 

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from haystack import Document
 
-from components.core.tag_directory import TagDirectory
 from components.routers.tag_router import TagRouter, primary_tag
+from components.stores.tag_directory import TagDirectory
 
 CITATION = [{"source_id": "d0:0"}]
 

@@ -20,7 +20,7 @@ from components.services.document_lifecycle import invalidate
 from components.services.indexing_service import IndexingService
 from components.services.source_config import parse_sources
 from components.services.source_sync import SourceNotFoundError, SourceSyncer
-from components.services.sync_state import SyncState
+from components.stores.sync_state import SyncState
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO_ROOT = Path(__file__).resolve().parents[4]

@@ -21,7 +21,7 @@ from components.retrievers.qdrant_edge import (
     QdrantEdgeHybridRetriever,
 )
 from components.services.store_migration import migrate_store, profile_point, target_store
-from hayhooks_app.cli import store_definition
+from hayhooks_app.cli.common import store_definition
 
 pytestmark = pytest.mark.unit
 

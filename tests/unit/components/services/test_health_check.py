@@ -1,0 +1,74 @@
+"""HealthCheck without HTTP: status from the real Qdrant Edge store and the generator, the probe's 2 s cache."""
+
+from types import SimpleNamespace
+
+import pytest
+from haystack import Pipeline
+
+from components.generators.ollama_answerer import OllamaAnswerer
+from components.services.health_check import HealthCheck, introspect_generator
+
+NAMES = {"indexing": "indexing", "search": "search", "rag": "query", "enrich": "enrich"}
+
+
+class Queries:
+    def __init__(self, reachable: bool) -> None:
+        self.reachable = reachable
+        self.probes = 0
+
+    def health(self):
+        self.probes += 1
+        return {"generator": {"backend": "ollama", "model": "qwen3:8b", "reachable": self.reachable}}
+
+
+def resources(store, reachable=True, search=None):
+    return SimpleNamespace(store=store, queries=Queries(reachable), pipeline=lambda kind: search or Pipeline())
+
+
+class BrokenStore:
+    def count_documents(self):
+        raise RuntimeError("shard locked by another process")
+
+
+@pytest.mark.integration
+class TestHealthCheck:
+    def test_init_and_a_healthy_report(self, store):
+        check = HealthCheck(resources(store), version="1.2.3", auth_mode="api_key", pipeline_names=NAMES, started_at=0)
+        report = check.report()
+        assert list(report) == [
+            "status", "version", "auth_mode", "uptime_s", "store", "embedder", "generator", "pipelines"
+        ]  # fmt: skip
+        assert (report["status"], report["version"], report["auth_mode"]) == ("healthy", "1.2.3", "api_key")
+        assert report["store"]["backend"] == "qdrant-edge" and report["store"]["status"] == "ok"
+        assert report["embedder"] == {"model": None, "loaded": False}  # no text embedder in that search pipeline
+        assert report["pipelines"] == NAMES and report["uptime_s"] > 0
+
+    def test_an_unreachable_llm_degrades_and_a_failing_store_is_unhealthy(self, store):
+        assert HealthCheck(resources(store, reachable=False), version="v", auth_mode="trusted",
+                           pipeline_names=NAMES).report()["status"] == "degraded"  # fmt: skip
+        report = HealthCheck(resources(BrokenStore()), version="v", auth_mode="trusted", pipeline_names=NAMES).report()
+        assert report["status"] == "unhealthy"
+        assert report["store"] == {
+            "backend": "unknown", "status": "error", "points": None, "error": "shard locked by another process"
+        }  # fmt: skip
+
+    def test_the_generator_is_probed_at_most_every_two_seconds(self, store):
+        parts = resources(store)
+        check = HealthCheck(parts, version="v", auth_mode="trusted", pipeline_names=NAMES)
+        check.report()
+        check.report()
+        assert parts.queries.probes == 1
+        check._generator_cache = (check._generator_cache[0] - 2.5, check._generator_cache[1])
+        check.report()
+        assert parts.queries.probes == 2
+
+
+@pytest.mark.unit
+class TestIntrospectGenerator:
+    def test_extractive_without_ollama_and_unreachable_ollama(self):
+        assert introspect_generator(Pipeline()) == {"backend": "extractive", "model": "extractive", "reachable": True}
+        pipeline = Pipeline()
+        pipeline.add_component("answerer", OllamaAnswerer(model="llama3.2", url="http://127.0.0.1:9/", timeout=1))
+        assert introspect_generator(pipeline) == {
+            "backend": "ollama", "model": "llama3.2", "url": "http://127.0.0.1:9", "reachable": False
+        }  # fmt: skip
