@@ -189,9 +189,7 @@ def balanced_weights(rows: list[dict[str, Any]]) -> np.ndarray:
     """
     cells = Counter((row["dataset"], row["answerable"]) for row in rows)
     sizes = Counter(row["dataset"] for row in rows)
-    weights = np.array(
-        [sizes[row["dataset"]] / (2.0 * cells[(row["dataset"], row["answerable"])]) for row in rows]
-    )
+    weights = np.array([sizes[row["dataset"]] / (2.0 * cells[(row["dataset"], row["answerable"])]) for row in rows])
     return weights * len(rows) / weights.sum()
 
 
@@ -238,15 +236,18 @@ def figures(rows: list[dict[str, Any]], key: str, threshold: float) -> dict[str,
 def choose_threshold(rows: list[dict[str, Any]], key: str = "p_cv", decline_target: float = DECLINE_TARGET) -> float:
     """
     The lowest threshold at which the dev datasets with at least ``MIN_UNANSWERABLE_FOR_THRESHOLD`` unanswerable
-    questions decline, on average, at least ``decline_target`` of them, on ``key``'s (cross-validated) predictions: answer as much as possible while keeping the
-    declines the service promises. The highest threshold tried when none reaches it.
+    questions decline, on average, at least ``decline_target`` of them, on ``key``'s (cross-validated)
+    predictions: answer as much as possible while keeping the declines the service promises. The highest
+    threshold tried when none reaches it.
     """
     # A decline rate over a handful of questions is noise: only datasets with enough unanswerable ones count.
     unanswerable = Counter(row["dataset"] for row in rows if not row["answerable"])
     names = sorted(name for name, count in unanswerable.items() if count >= MIN_UNANSWERABLE_FOR_THRESHOLD)
 
     def mean_declines(threshold: float) -> float:
-        values = [figures([row for row in rows if row["dataset"] == name], key, threshold)["declines"] for name in names]
+        values = [
+            figures([row for row in rows if row["dataset"] == name], key, threshold)["declines"] for name in names
+        ]
         present = [value for value in values if value is not None]
         return sum(present) / len(present) if present else 0.0
 
@@ -286,9 +287,9 @@ def model_file(fitted: Fitted, threshold: float, rows: list[dict[str, Any]], l2:
             "method": f"logistic regression, L2 {l2}, standardised features, classes balanced within each dataset and "
             "datasets weighed by size; a coefficient against its evidence's direction is fixed at 0",
             "label": "answerable",
-            "threshold_rule": f"the lowest threshold at which the mean decline rate over the dev datasets with at least "
-            f"{MIN_UNANSWERABLE_FOR_THRESHOLD} unanswerable questions reaches {DECLINE_TARGET}, on the grouped 5-fold "
-            "cross-validated probabilities",
+            "threshold_rule": "the lowest threshold at which the mean decline rate over the dev datasets with at "
+            f"least {MIN_UNANSWERABLE_FOR_THRESHOLD} unanswerable questions reaches {DECLINE_TARGET}, on the grouped "
+            "5-fold cross-validated probabilities",
             "directions": DIRECTIONS,
             "questions": {f"{name}/{kind}": count for (name, kind), count in sorted(counts.items())},
         },
@@ -301,7 +302,9 @@ def print_table(figures_by_dataset: dict[str, Any]) -> None:
     print("|---|---|---|---|---|---|")
     for name, by_key in figures_by_dataset.items():
         for label, result in by_key.items():
-            cells = ["—" if result[k] is None else f"{result[k]:.3f}" for k in ("auroc", "declines", "cite", "gold_span")]
+            cells = [
+                "—" if result[k] is None else f"{result[k]:.3f}" for k in ("auroc", "declines", "cite", "gold_span")
+            ]
             print(f"| {name} | {label} | " + " | ".join(cells) + " |")
 
 

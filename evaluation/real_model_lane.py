@@ -88,7 +88,9 @@ def run_real_model_lane(progress: Callable[[str], None] | None = None) -> dict[s
             sum(contains_gold_span(record.answer, record.gold_answers) for record in answerable), len(answerable)
         ),
         "answered correctly (CITE + gold span)": share(sum(answered_correctly(r) for r in answerable), len(answerable)),
-        "abstention rate (unanswerable)": share(sum(is_abstention(record) for record in unanswerable), len(unanswerable)),
+        "abstention rate (unanswerable)": share(
+            sum(is_abstention(record) for record in unanswerable), len(unanswerable)
+        ),
         "CITE answers citing only their context": share(sum(not invalid_citations(r) for r in cite), len(cite)),
         "answer sentences removed as uncited": removed.get("uncited", 0),
         "answer sentences removed as unsupported": removed.get("unsupported", 0),

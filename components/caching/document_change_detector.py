@@ -13,10 +13,10 @@ A document is re-indexed when any of ``compare_fields`` differs: its content
 ``project_id``), how it is cited (``document_name``, ``source_uri``, ...), or the
 ``embedding_model``, or the index format its chunks were written in (``index_format``: chunk 0's
 ``meta.index_format`` differs from the detector's, e.g. chunks written before contextual headers;
-docs/operations.md, "Re-indexing after an index-format change"). ``source_updated_at`` alone does not count (a checkout that
-only touches files must not re-embed them). Flags set later (``verified``, ``tainted``) are not compared:
-they change through ``document_lifecycle.set_flags``, and an unchanged re-index
-keeps them.
+docs/operations.md, "Re-indexing after an index-format change"). ``source_updated_at`` alone does not
+count (a checkout that only touches files must not re-embed them). Flags set later (``verified``,
+``tainted``) are not compared: they change through ``document_lifecycle.set_flags``, and an unchanged
+re-index keeps them.
 
 Document ids are per tenant (docs/contract.md "Document ids"): on a store whose
 point ids derive from the tenant (``ids_per_tenant = True``: the Qdrant Edge store and the server profile's)

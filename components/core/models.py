@@ -264,7 +264,7 @@ class RAGResponse(BaseModel):
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id``, ``removed_sentences`` appear only when set."""
+        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id`` and ``removed_sentences`` only when set."""
         return self.model_dump(mode="json")
 
 

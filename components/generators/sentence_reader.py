@@ -129,7 +129,9 @@ def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
         tokens = _CODE_TOKEN_RE.findall(sentence)
     elif kind == "value":
         # A default is a value: an entry's key ("RuntimeDirectorySize=", "Signed-By:") names the setting, not its value.
-        tokens = _NUMBER_RE.findall(sentence) + [t for t in _CODE_TOKEN_RE.findall(sentence) if not t.endswith(("=", ":"))]
+        tokens = _NUMBER_RE.findall(sentence) + [
+            t for t in _CODE_TOKEN_RE.findall(sentence) if not t.endswith(("=", ":"))
+        ]
     else:
         tokens = _CODE_TOKEN_RE.findall(sentence) + [name for name in _NAME_RE.findall(sentence)[1:] if len(name) > 1]
     asked = query.lower()
@@ -502,7 +504,7 @@ class SentenceReader:
         dense_best = max(scored, key=lambda entry: (entry["similarity"], -_order(entry["sentence"])[0]))
         keyword_best = max(scored, key=lambda entry: (entry["lexical"], -_order(entry["sentence"])[0]))
         supporting = {_source(entry["sentence"]) for entry in ranked if entry["score"] >= best["score"] - _SUPPORT_BAND}
-        retrieval = max((float((entry["sentence"].meta or {}).get("chunk_score") or 0.0) for entry in scored))
+        retrieval = max(float((entry["sentence"].meta or {}).get("chunk_score") or 0.0) for entry in scored)
         return {
             "similarity": float(best["similarity"]),
             "lexical": float(best["lexical"]),

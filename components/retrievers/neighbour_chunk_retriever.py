@@ -107,9 +107,7 @@ class NeighbourChunkRetriever:
         if not self.top_hits or not self.window or not documents:
             return {"documents": documents}
         present = {document.id for document in documents}
-        strong = [
-            document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score
-        ]
+        strong = [document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score]
         extra: dict[str, list[Document]] = {}
         for hit in strong:
             for neighbour in self._neighbours(hit, filters):

@@ -30,9 +30,9 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
-from components.retrievers.neighbour_chunk_retriever import NEIGHBOUR_FIELD
 from components.core.span_tags import tag_span
 from components.core.text_analysis import key_phrases, phrase_index, strip_source_ids, words
+from components.retrievers.neighbour_chunk_retriever import NEIGHBOUR_FIELD
 
 
 def coverage_score(answer: str, context: str) -> float:

@@ -376,12 +376,16 @@ class TestSearchPipeline:
         assert found["results"] and found["empty_reason"] is None
         assert all(result["score"] >= 0.1 for result in found["results"])
         strict = QueryService.from_yaml(
-            rag="query", search="search", env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_SEARCH_MIN_SIMILARITY": "0.99"}
+            rag="query",
+            search="search",
+            env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_SEARCH_MIN_SIMILARITY": "0.99"},
         )
         empty = strict.search(request)
         assert empty["results"] == [] and "minimum similarity of 0.99" in empty["empty_reason"]
         unseen = service.search({**request, "user_tags": ["nobody-has-this"]})
-        assert unseen["results"] == [] and unseen["empty_reason"] == "No document this identity may see matches the query."
+        assert (
+            unseen["results"] == [] and unseen["empty_reason"] == "No document this identity may see matches the query."
+        )
 
     def test_search_defaults(self, service):
         response = service.search({"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"]})

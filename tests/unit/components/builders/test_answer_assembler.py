@@ -51,7 +51,11 @@ class TestAnswerAssembler:
     def test_to_dict(self):
         assert AnswerAssembler().to_dict() == {
             "type": "components.builders.answer_assembler.AnswerAssembler",
-            "init_parameters": {"time_decimals": 3, "include_ungrounded_draft": False, "include_removed_sentences": False},
+            "init_parameters": {
+                "time_decimals": 3,
+                "include_ungrounded_draft": False,
+                "include_removed_sentences": False,
+            },
         }
 
     def test_from_dict(self):

@@ -62,8 +62,9 @@ class TestSearchResultsBuilder:
         builder = SearchResultsBuilder(min_similarity=0.1)
         assert builder.run(documents=_docs(), search_mode="hybrid")["response"]["empty_reason"] is None
         below = builder.run(documents=[], search_mode="vector", dropped=4)["response"]
-        assert below["results"] == [] and "None of the 4 retrieved chunks reached the minimum similarity of 0.1" in (
-            below["empty_reason"]
+        assert (
+            below["results"] == []
+            and "None of the 4 retrieved chunks reached the minimum similarity of 0.1" in (below["empty_reason"])
         )
         nothing = builder.run(documents=[], search_mode="keyword")["response"]
         assert nothing["empty_reason"] == "No document this identity may see matches the query."

@@ -59,7 +59,10 @@ class TestDocumentChangeDetector:
         store.write_documents([stored_chunk("old", 0), stored_chunk("current", 0, index_format="context-header-v1")])
         detector = DocumentChangeDetector(document_store=store, index_format="context-header-v1")
         plan = detector.run(documents=[source("old"), source("current")])["plan"]
-        assert [(entry["document_id"], entry["status"]) for entry in plan] == [("old", "pending"), ("current", "unchanged")]
+        assert [(entry["document_id"], entry["status"]) for entry in plan] == [
+            ("old", "pending"),
+            ("current", "unchanged"),
+        ]
         # Without an index format the detector compares content and meta only, as before.
         assert DocumentChangeDetector(document_store=store).run(documents=[source("old")])["plan"][0]["status"] == (
             "unchanged"

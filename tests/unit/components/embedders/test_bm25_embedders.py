@@ -33,7 +33,11 @@ class TestBm25DocumentEmbedder:
     def test_to_dict(self):
         assert Bm25DocumentEmbedder(bm25_config={"avg_len": 120}).to_dict() == {
             "type": "components.embedders.bm25_embedders.Bm25DocumentEmbedder",
-            "init_parameters": {"bm25_config": {"avg_len": 120}, "meta_fields_to_embed": [], "embedding_separator": "\n"},
+            "init_parameters": {
+                "bm25_config": {"avg_len": 120},
+                "meta_fields_to_embed": [],
+                "embedding_separator": "\n",
+            },
         }
 
     def test_from_dict(self):

@@ -6,12 +6,11 @@ YAML's parameters) on a hand-written test set, a few cases per failure mode: neg
 option defaults, lists, answers that span two sentences, and questions the context does not answer.
 """
 
+import json
 from pathlib import Path
 
 import pytest
 from haystack import Document, Pipeline
-
-import json
 
 from components.core.abstention_model import AbstentionModel, AbstentionModelError
 from components.core.errors import ModelUnavailableError
@@ -19,11 +18,11 @@ from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.generators.sentence_reader import (
     DEFAULT_ABSTENTION_MODEL,
     SentenceReader,
-    model_path,
     answer_type,
     contains_exact,
     exact_terms,
     has_answer_token,
+    model_path,
 )
 from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
 

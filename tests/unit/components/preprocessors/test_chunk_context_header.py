@@ -1,4 +1,5 @@
-"""ChunkContextHeader: each chunk's contextual header and index format (docs/contract.md, "Documents, chunks and SourceIds")."""
+"""ChunkContextHeader: each chunk's contextual header and index format (docs/contract.md, "Documents, chunks
+and SourceIds")."""
 
 import pytest
 from haystack import Document

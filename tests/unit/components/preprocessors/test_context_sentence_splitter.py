@@ -66,7 +66,9 @@ class TestContextSentenceSplitter:
 
     def test_run_records_the_chunks_contextual_header(self):
         chunks = [
-            Document(id="dpkg-1:4", content="--force-all turns on every force option.", meta={"document_name": "dpkg(1)"}),
+            Document(
+                id="dpkg-1:4", content="--force-all turns on every force option.", meta={"document_name": "dpkg(1)"}
+            ),
             Document(
                 id="hr:2",
                 content="Full-time employees receive 27 days of leave.",

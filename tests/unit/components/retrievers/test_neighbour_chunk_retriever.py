@@ -50,7 +50,9 @@ class TestNeighbourChunkRetriever:
 
     def test_run_never_widens_the_access_filter(self, store):
         # The neighbour chunk carries another tag (as if retagged): the requester may not see it, so it stays out.
-        store.write_documents([stored_chunk("doc", 0), stored_chunk("doc", 1), stored_chunk("doc", 2, tags=["finance"])])
+        store.write_documents(
+            [stored_chunk("doc", 0), stored_chunk("doc", 1), stored_chunk("doc", 2, tags=["finance"])]
+        )
         store.write_documents([stored_chunk("doc", 0, tenant_id="globex")])
         out = NeighbourChunkRetriever(document_store=store).run(documents=[_hit("doc", 1, 0.9)], filters=_filter())
         assert [doc.id for doc in out["documents"]] == ["doc:0", "doc:1"]

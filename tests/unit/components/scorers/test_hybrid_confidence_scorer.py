@@ -103,7 +103,9 @@ class TestHybridConfidenceScorer:
         with_neighbour = HybridConfidenceScorer().run(
             answer="x", documents=[*documents, neighbour], context=CONTEXT, evidence={"support": 0.9}
         )["confidence"]
-        alone = HybridConfidenceScorer().run(answer="x", documents=documents, context=CONTEXT, evidence={"support": 0.9})
+        alone = HybridConfidenceScorer().run(
+            answer="x", documents=documents, context=CONTEXT, evidence={"support": 0.9}
+        )
         assert with_neighbour == alone["confidence"] and with_neighbour["retrieval_score"] == 0.6
 
     def test_run_evidence_without_context_or_support(self):

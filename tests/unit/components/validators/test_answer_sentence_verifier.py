@@ -1,4 +1,5 @@
-"""AnswerSentenceVerifier: every LLM answer sentence checked against the chunk it cites (docs/contract.md, "Answers")."""
+"""AnswerSentenceVerifier: every LLM answer sentence checked against the chunk it cites (docs/contract.md,
+"Answers")."""
 
 import pytest
 from haystack import Document
