@@ -4,8 +4,8 @@ loaded pipelines.
 
 ``status`` is ``unhealthy`` when the store fails, ``degraded`` when the LLM is unreachable or the configured chat
 model is not pulled (every ``/rag/run`` would fail; search still works), else ``healthy``. ``ready`` is true only
-when ``healthy`` (the readiness route, ``GET /health/ready``, answers 503 otherwise) and ``reason`` says why not. The generator is probed at most every 2 s: probes may come every second from several load
-balancers.
+when ``healthy`` (the readiness route, ``GET /health/ready``, answers 503 otherwise) and ``reason`` says why not.
+The generator is probed at most every 2 s: probes may come every second from several load balancers.
 
 Usage:
 
