@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from components.core.abstention_model import AbstentionModel
-    from components.core.runtime import configure_offline
+    from components.runtime.offline import configure_offline
 
     configure_offline()
     current = AbstentionModel.load(MODEL_PATH)

@@ -72,24 +72,30 @@ class NeighbourChunkRetriever:
         """Deserialize the component."""
         return default_from_dict(cls, data)
 
-    def _neighbours(self, hit: Document, filters: dict[str, Any]) -> list[Document]:
-        """The hit's neighbouring chunks the access filter lets through, in chunk order."""
+    def _wanted(self, hit: Document) -> list[str]:
+        """The SourceIds of a hit's neighbours (``document_id:chunk_index``, the chunk id)."""
         meta = hit.meta or {}
-        index, document_id, tenant_id = meta.get("chunk_index"), meta.get("document_id"), meta.get("tenant_id")
-        if not isinstance(index, int) or not document_id or not tenant_id:
+        index, document_id = meta.get("chunk_index"), meta.get("document_id")
+        if not isinstance(index, int) or not document_id or not meta.get("tenant_id"):
             return []
-        wanted = [i for i in range(index - self.window, index + self.window + 1) if i >= 0 and i != index]
+        return [
+            f"{document_id}:{i}" for i in range(index - self.window, index + self.window + 1) if i >= 0 and i != index
+        ]
+
+    def _fetch(self, hits: list[Document], filters: dict[str, Any]) -> dict[str, Document]:
+        """The hits' neighbouring chunks the access filter lets through, by id: one indexed lookup for all."""
+        wanted = sorted({source_id for hit in hits for source_id in self._wanted(hit)})
         if not wanted:
-            return []
-        # The access filter first: nothing here can widen it, only narrow it to one document's chunks.
+            return {}
+        tenants = sorted({str(hit.meta["tenant_id"]) for hit in hits if (hit.meta or {}).get("tenant_id")})
+        # The access filter first: nothing here can widen it, only narrow it to the wanted chunks.
         conditions = [
             filters,
-            {"field": "meta.tenant_id", "operator": "==", "value": tenant_id},
-            {"field": "meta.document_id", "operator": "==", "value": document_id},
-            {"field": "meta.chunk_index", "operator": "in", "value": wanted},
+            {"field": "meta.tenant_id", "operator": "in", "value": tenants},
+            {"field": "id", "operator": "in", "value": wanted},
         ]
         found = self.document_store.filter_documents({"operator": "AND", "conditions": conditions})
-        return sorted(found, key=lambda document: int((document.meta or {}).get("chunk_index", 0)))
+        return {document.id: document for document in found}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -107,11 +113,15 @@ class NeighbourChunkRetriever:
         if not self.top_hits or not self.window or not documents:
             return {"documents": documents}
         present = {document.id for document in documents}
-        strong = [document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score]
+        strong = [
+            document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score
+        ]
+        found = self._fetch(strong, filters)
         extra: dict[str, list[Document]] = {}
         for hit in strong:
-            for neighbour in self._neighbours(hit, filters):
-                if neighbour.id in present:
+            for source_id in self._wanted(hit):
+                neighbour = found.get(source_id)
+                if neighbour is None or neighbour.id in present:
                     continue
                 present.add(neighbour.id)
                 extra.setdefault(hit.id, []).append(self._scored(neighbour, hit, query_embedding))
