@@ -38,6 +38,12 @@ def worker(questions: int) -> dict[str, Any]:
     from components.runtime.offline import configure_offline
 
     configure_offline()
+    try:  # as served (hayhooks_app/__main__.py): Haystack's input copies on the fast path
+        from components.services.pipeline_copy import install_fast_input_copy
+
+        install_fast_input_copy()
+    except ImportError:  # a checkout from before that fix
+        pass
     from evaluation.runner import CorpusIndex, resolve_datasets
     from evaluation.stage_timer import StageTimer
 
