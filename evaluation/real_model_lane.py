@@ -69,6 +69,8 @@ def run_real_model_lane(progress: Callable[[str], None] | None = None) -> dict[s
             "OLLAMA_BASE_URL": server.url,
             "CHAT_MODEL": "llama3.2",
             "SOURCEBOUND_DEBUG_REMOVED_SENTENCES": "true",
+            # ~9 tokens/s on 2 shared cores, slower under load: a reply may take longer than the served 30 s.
+            "RAG_TIMEOUT_SECONDS": os.environ.get("SOURCEBOUND_LANE_TIMEOUT_SECONDS", "300"),
         }
         with _environment(env):
             run = run_dataset(dataset, repeat=False, progress=progress, query_pipeline=LANE_PIPELINE)
