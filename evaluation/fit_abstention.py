@@ -16,9 +16,9 @@ Fit the reader's abstention model (docs/reader.md, "Decline rule") and report ho
 3. **Cross-validate.** Grouped k-fold (a passage's questions are never on both sides: SQuAD paragraph, man
    page) and leave-one-dataset-out; the report gives AUROC, declines and gold-span answers per dataset for
    the in-sample fit beside both, so overfitting shows.
-4. **Threshold.** The lowest probability at which, on the cross-validated predictions, the dev datasets decline
-   on average at least 60 % of their unanswerable questions (``DECLINE_TARGET``): answer as much as possible while
-   keeping the declines. Every coefficient keeps the direction its evidence points (``DIRECTIONS``).
+4. **Threshold.** The highest probability at which, on the cross-validated predictions, every dev dataset still
+   answers (CITE) at least 70 % of its answerable questions (``CITE_FLOOR``): decline as much as that allows.
+   Every coefficient keeps the direction its evidence points (``DIRECTIONS``).
 
 The model file (``components/generators/sentence_reader_abstention.json``) records all of it.
 """
@@ -43,8 +43,8 @@ DEV_DATASETS = ("normans", "manpages-dev", "sample-gold", "evaluation/datasets/d
 MODEL_PATH = REPO_ROOT / "components" / "generators" / "sentence_reader_abstention.json"
 FEATURES_PATH = REPO_ROOT / "evaluation" / "reports" / "abstention" / "features.jsonl"
 DEFAULT_L2 = 1.0
-# The share of unanswerable questions the service declines on average over the dev genres (docs/reader.md).
-DECLINE_TARGET = 0.60
+# The share of answerable questions every dev genre must still answer (CITE) at the threshold (docs/reader.md).
+CITE_FLOOR = 0.70
 MIN_UNANSWERABLE_FOR_THRESHOLD = 15
 FOLDS = 5
 # The evidence features the model combines (SentenceReader.evidence_features; docs/reader.md, "Decline rule"), each
@@ -233,28 +233,22 @@ def figures(rows: list[dict[str, Any]], key: str, threshold: float) -> dict[str,
     }
 
 
-def choose_threshold(rows: list[dict[str, Any]], key: str = "p_cv", decline_target: float = DECLINE_TARGET) -> float:
+def choose_threshold(rows: list[dict[str, Any]], key: str = "p_cv", cite_floor: float = CITE_FLOOR) -> float:
     """
-    The lowest threshold at which the dev datasets with at least ``MIN_UNANSWERABLE_FOR_THRESHOLD`` unanswerable
-    questions decline, on average, at least ``decline_target`` of them, on ``key``'s (cross-validated)
-    predictions: answer as much as possible while keeping the declines the service promises. The highest
-    threshold tried when none reaches it.
+    The highest threshold (the most declines) at which every dev dataset with at least
+    ``MIN_UNANSWERABLE_FOR_THRESHOLD`` unanswerable questions still answers (CITE) at least ``cite_floor`` of its
+    answerable ones, on ``key``'s (cross-validated) predictions: route at most 30 % of the questions the documents
+    answer, and decline all the unanswerable ones that allows. The lowest threshold tried when none keeps it.
     """
-    # A decline rate over a handful of questions is noise: only datasets with enough unanswerable ones count.
     unanswerable = Counter(row["dataset"] for row in rows if not row["answerable"])
     names = sorted(name for name, count in unanswerable.items() if count >= MIN_UNANSWERABLE_FOR_THRESHOLD)
 
-    def mean_declines(threshold: float) -> float:
-        values = [
-            figures([row for row in rows if row["dataset"] == name], key, threshold)["declines"] for name in names
-        ]
-        present = [value for value in values if value is not None]
-        return sum(present) / len(present) if present else 0.0
+    def lowest_cite(threshold: float) -> float:
+        values = [figures([row for row in rows if row["dataset"] == name], key, threshold)["cite"] for name in names]
+        return min(value for value in values if value is not None)
 
-    for threshold in THRESHOLDS:
-        if mean_declines(threshold) >= decline_target - 1e-9:
-            return threshold
-    return THRESHOLDS[-1]
+    keeping = [threshold for threshold in THRESHOLDS if lowest_cite(threshold) >= cite_floor - 1e-9]
+    return max(keeping) if keeping else THRESHOLDS[0]
 
 
 def report(rows: list[dict[str, Any]], threshold: float) -> dict[str, dict[str, dict[str, float | None]]]:
@@ -287,9 +281,9 @@ def model_file(fitted: Fitted, threshold: float, rows: list[dict[str, Any]], l2:
             "method": f"logistic regression, L2 {l2}, standardised features, classes balanced within each dataset and "
             "datasets weighed by size; a coefficient against its evidence's direction is fixed at 0",
             "label": "answerable",
-            "threshold_rule": "the lowest threshold at which the mean decline rate over the dev datasets with at "
-            f"least {MIN_UNANSWERABLE_FOR_THRESHOLD} unanswerable questions reaches {DECLINE_TARGET}, on the grouped "
-            "5-fold cross-validated probabilities",
+            "threshold_rule": "the highest threshold at which every dev dataset with at least "
+            f"{MIN_UNANSWERABLE_FOR_THRESHOLD} unanswerable questions keeps a CITE rate of {CITE_FLOOR}, on the "
+            "grouped 5-fold cross-validated probabilities",
             "directions": DIRECTIONS,
             "questions": {f"{name}/{kind}": count for (name, kind), count in sorted(counts.items())},
         },

@@ -69,18 +69,17 @@ class TestFitAbstention:
             assert set(views) == {"fit", "cv_grouped_5fold", "leave_one_dataset_out"}
             assert views["cv_grouped_5fold"]["auroc"] > 0.75
 
-    def test_threshold_is_the_lowest_reaching_the_decline_target(self):
+    def test_threshold_is_the_highest_keeping_the_cite_floor(self):
         rows = _rows()
         fa.cross_validate(rows, ["similarity", "missing_exact"], l2=1.0)
-        threshold = fa.choose_threshold(rows, decline_target=0.6)
-        names = ("manual", "prose")
+        threshold = fa.choose_threshold(rows, cite_floor=0.7)
 
-        def mean_declines(t):
-            return np.mean([fa.figures([r for r in rows if r["dataset"] == n], "p_cv", t)["declines"] for n in names])
+        def lowest_cite(t):
+            return min(fa.figures([r for r in rows if r["dataset"] == n], "p_cv", t)["cite"] for n in ("manual", "prose"))
 
-        assert mean_declines(threshold) >= 0.6
-        earlier = [t for t in fa.THRESHOLDS if t < threshold]
-        assert not earlier or mean_declines(earlier[-1]) < 0.6
+        assert lowest_cite(threshold) >= 0.7
+        later = [t for t in fa.THRESHOLDS if t > threshold]
+        assert later and all(lowest_cite(t) < 0.7 for t in later[:3])
 
     def test_no_context_questions_are_declines_and_not_fitted(self):
         rows = _rows()
