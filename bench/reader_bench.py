@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.reader_bench", description=__doc__.split("\n")[1])
     parser.add_argument("--before", type=Path, help="an earlier checkout of the repository")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--questions", type=int, default=80, help="questions per worker (half sample-gold, half Normans)")
+    parser.add_argument(
+        "--questions", type=int, default=80, help="questions per worker (half sample-gold, half Normans)"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:

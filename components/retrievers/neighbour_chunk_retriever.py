@@ -6,7 +6,8 @@ on the next line when the hit holds only half of it (docs/contract.md, "Retrieva
 Access is structural: the neighbours are read from the store with the request's server-built access filter
 ANDed in (the same filter the retrievers get), and the pipeline's ``AccessGuard`` re-checks them like every
 retrieved chunk. A neighbour carries ``meta.neighbour_of`` (the SourceId of the hit it was read for) and its own
-dense similarity as its score; the confidence's retrieval part counts only retrieved chunks.
+dense similarity as its score; the confidence's retrieval part counts only retrieved chunks. The context never
+grows past the request's size (``max_documents``): a neighbour of a strong hit takes the place of a weak hit.
 
 Usage:
 ```python
@@ -99,13 +100,20 @@ class NeighbourChunkRetriever:
 
     @component.output_types(documents=list[Document])
     def run(
-        self, documents: list[Document], filters: dict[str, Any], query_embedding: list[float] | None = None
+        self,
+        documents: list[Document],
+        filters: dict[str, Any],
+        query_embedding: list[float] | None = None,
+        max_documents: int | None = None,
     ) -> dict[str, list[Document]]:
         """
         :param documents: The context chunks, best first (``score`` = dense similarity).
         :param filters: The request's access filter (``AccessFilterBuilder``); required, never widened.
         :param query_embedding: Scores each neighbour by its own cosine similarity (without it: the hit's score
             minus a small step, so a neighbour never outranks its hit).
+        :param max_documents: The request's context size (``max_context_chunks``): the context never grows past
+            it. A neighbour of a strong hit takes the place of a weak hit (below ``min_score``, lowest first); when
+            no weak hit is left, the neighbours of the lower-ranked strong hit go first.
         :returns: ``documents``: the context with the neighbours inserted around their hits (chunk order).
         """
         if not isinstance(filters, dict) or not filters:
@@ -113,9 +121,7 @@ class NeighbourChunkRetriever:
         if not self.top_hits or not self.window or not documents:
             return {"documents": documents}
         present = {document.id for document in documents}
-        strong = [
-            document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score
-        ]
+        strong = [document for document in documents[: self.top_hits] if (document.score or 0.0) >= self.min_score]
         found = self._fetch(strong, filters)
         extra: dict[str, list[Document]] = {}
         for hit in strong:
@@ -127,6 +133,10 @@ class NeighbourChunkRetriever:
                 extra.setdefault(hit.id, []).append(self._scored(neighbour, hit, query_embedding))
         if not extra:
             return {"documents": documents}
+        if max_documents is not None:
+            documents, extra = self._within(documents, extra, max_documents)
+            if not extra:
+                return {"documents": documents}
         result: list[Document] = []
         for document in documents:
             around = extra.get(document.id, [])
@@ -136,6 +146,24 @@ class NeighbourChunkRetriever:
             result += [n for n in around if int(n.meta.get("chunk_index", 0)) > index]
         tag_span({"sourcebound.neighbours": sum(len(found) for found in extra.values())})
         return {"documents": result}
+
+    def _within(
+        self, documents: list[Document], extra: dict[str, list[Document]], limit: int
+    ) -> tuple[list[Document], dict[str, list[Document]]]:
+        """The hits and neighbours that fit ``limit`` documents (see ``run``'s ``max_documents``)."""
+        hits = list(documents)
+        extra = {hit: list(found) for hit, found in extra.items()}
+        while len(hits) + sum(len(found) for found in extra.values()) > limit:
+            weak = [doc for doc in hits if (doc.score or 0.0) < self.min_score and doc.id not in extra]
+            if weak:
+                hits.remove(weak[-1])
+                continue
+            # Drop the neighbour farthest from the best hit: the last hit's last neighbour.
+            last = next(hit.id for hit in reversed(documents) if extra.get(hit.id))
+            extra[last].pop()
+            if not extra[last]:
+                del extra[last]
+        return hits, extra
 
     @staticmethod
     def _scored(neighbour: Document, hit: Document, query_embedding: list[float] | None) -> Document:

@@ -75,7 +75,9 @@ class TestFitAbstention:
         threshold = fa.choose_threshold(rows, cite_floor=0.7)
 
         def lowest_cite(t):
-            return min(fa.figures([r for r in rows if r["dataset"] == n], "p_cv", t)["cite"] for n in ("manual", "prose"))
+            return min(
+                fa.figures([r for r in rows if r["dataset"] == n], "p_cv", t)["cite"] for n in ("manual", "prose")
+            )
 
         assert lowest_cite(threshold) >= 0.7
         later = [t for t in fa.THRESHOLDS if t > threshold]

@@ -73,3 +73,15 @@ class TestNeighbourChunkRetriever:
         ]
         off = NeighbourChunkRetriever(document_store=store, top_hits=0)
         assert off.run(documents=both, filters=_filter())["documents"] == both
+
+    def test_run_never_grows_past_the_requests_context_size(self, store):
+        # docs/contract.md, "Retrieval quality controls": a neighbour of a strong hit takes a weak hit's place.
+        store.write_documents([stored_chunk("doc", index) for index in range(5)] + [stored_chunk("weak", 0)])
+        context = [_hit("doc", 2, 0.8), _hit("weak", 0, 0.3)]
+        retriever = NeighbourChunkRetriever(document_store=store, top_hits=1)
+        capped = retriever.run(documents=context, filters=_filter(), max_documents=3)["documents"]
+        assert [doc.id for doc in capped] == ["doc:1", "doc:2", "doc:3"]
+        tight = retriever.run(documents=context, filters=_filter(), max_documents=2)["documents"]
+        assert [doc.id for doc in tight] == ["doc:1", "doc:2"] and len(tight) == 2
+        room = retriever.run(documents=context, filters=_filter(), max_documents=5)["documents"]
+        assert [doc.id for doc in room] == ["doc:1", "doc:2", "doc:3", "weak:0"]
