@@ -16,7 +16,8 @@ sentence keeps where it came from in ``meta``:
 * ``chunk_score``: the chunk's dense similarity (``None`` when it has none);
 * ``context_header``: the chunk's contextual header (document name, section;
   :func:`components.core.chunk_context.context_header`);
-* ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors.
+* ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors;
+* ``language``: the chunk's language (ISO 639-1, detected at indexing), when it has one.
 
 Fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are dropped: they
 are labels, not answers, and embedding them only costs time. At most
@@ -86,6 +87,9 @@ class ContextSentenceSplitter:
                 for field in ("tenant_id", "document_id"):
                     if document.meta.get(field) is not None:
                         meta[field] = document.meta[field]
+                # The chunk's language, detected on the whole chunk: the reader compares words in it.
+                if document.meta.get("language") is not None:
+                    meta["language"] = document.meta["language"]
                 sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
                 if len(sentences) == self.max_sentences:
                     return sentences
