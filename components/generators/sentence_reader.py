@@ -40,7 +40,9 @@ monotonically onto 0-1 with ``support_at_threshold`` at the decline boundary, wh
 
 import math
 import re
+import statistics
 import time
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -52,9 +54,20 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.abstention_model import AbstentionModel
 from components.core.chunk_context import CONTEXT_HEADER_FIELD
 from components.core.errors import ModelUnavailableError
+from components.core.language import word_rarity
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.similarity import cosine_similarity
-from components.core.text_analysis import STOPWORDS, content_words, source_id_marker, text_language, words
+from components.core.text_analysis import (
+    STOPWORDS,
+    content_words,
+    is_content_word,
+    normalize_term,
+    source_id_marker,
+    stopwords_for,
+    text_language,
+    tokens,
+    words,
+)
 
 READER_MODEL_NAME = "extractive"
 # The packaged abstention model: a bare file name is read from this folder (see ``SentenceReader``).
@@ -74,7 +87,8 @@ _IDENTIFIER_RE = re.compile(
 )
 _QUOTED_RE = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
 # A capitalised word of any cased script (Latin, Cyrillic, Greek); on ASCII text this is ``[A-Z][A-Za-z0-9]*``.
-_NAME_RE = regex.compile(r"\b[\p{Lu}\p{Lt}][\p{L}\p{M}\p{N}]*(?:['’]s)?\b")
+# Hyphen-joined parts belong to the name ("Signed-By", "Saint-Clair"): each part alone is no word of the text.
+_NAME_RE = regex.compile(r"\b[\p{Lu}\p{Lt}][\p{L}\p{M}\p{N}]*(?:-[\p{L}\p{M}\p{N}]+)*(?:['’]s)?\b")
 
 
 # Languages that capitalise every noun: there a capital letter does not mark a name.
@@ -86,7 +100,8 @@ DEFAULT_LEXICAL_ONLY_LANGUAGES = ("zh", "ja", "ko")
 # a time or a limit is answered by a number; one asking for an option, field or path by a code-like token; a
 # place by a path or a name. A sentence that holds such a token the question does not is likelier the answer.
 _QUANTITY_QUESTION_RE = re.compile(
-    r"^\W*when\b|\b(?:how (?:many|much|long|often|far|big|large|old|soon|high|low)|what (?:year|date|time|size|"
+    r"^\W*when\s+(?:is|are|was|were|do|does|did|will|would|can|could|should|shall|must|may|might|has|have|had)\b|"
+    r"\b(?:how (?:many|much|long|often|far|big|large|old|soon|high|low)|what (?:year|date|time|size|"
     r"percentage|number|amount|duration|limit|maximum|minimum|ceiling|timeout|version)|which (?:\w+ )?(?:year|date|"
     r"version|release))\b",
     re.IGNORECASE,
@@ -106,6 +121,10 @@ _CODE_TOKEN_RE = re.compile(
 )
 
 
+# A manual page reference: a name and its section in parentheses ("deb(5)", "apt-transport-mirror(1)").
+_REFERENCE_RE = re.compile(r"(?<=[\w.+-])\(\d[a-z]*\)")
+
+
 def answer_type(query: str) -> str | None:
     """``quantity``, ``code``, ``place`` or ``value`` when the question asks for one (see above), else ``None``."""
     if _QUANTITY_QUESTION_RE.search(query):
@@ -123,6 +142,9 @@ def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
     """Whether ``sentence`` holds a token of ``kind`` that the question itself does not contain."""
     if kind is None:
         return False
+    if kind in ("quantity", "value"):
+        # A manual's cross-reference ("systemd.time(5)") names a page section, not an amount.
+        sentence = _REFERENCE_RE.sub(" ", sentence)
     if kind == "quantity":
         tokens = _NUMBER_RE.findall(sentence)
     elif kind == "code":
@@ -136,6 +158,45 @@ def has_answer_token(sentence: str, kind: str | None, query: str) -> bool:
         tokens = _CODE_TOKEN_RE.findall(sentence) + [name for name in _NAME_RE.findall(sentence)[1:] if len(name) > 1]
     asked = query.lower()
     return any(token.strip("\"“”`'=:").lower() not in asked for token in tokens if token.strip("\"“”`'=:"))
+
+
+_PERSON_QUESTION_RE = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
+_NAME_QUESTION_RE = re.compile(r"\bnames?\b", re.IGNORECASE)
+
+
+def names_not_asked(sentence: str, query: str) -> list[str]:
+    """Capitalised words of ``sentence`` other than its first that are no stopword and not in the question."""
+    asked = query.lower()
+    return [
+        name
+        for name in _NAME_RE.findall(sentence)[1:]
+        if len(name) > 1 and name.lower() not in STOPWORDS and name.lower() not in asked
+    ]
+
+
+def answer_type_missing(query: str, kind: str | None, chosen: list[dict[str, Any]]) -> bool:
+    """
+    Whether the question asks for a kind of token that no chosen sentence holds (``typed``): a number, a code-like
+    token, a place or a value (``answer_type``); for a question starting with "who", a name; a question asking for
+    a name of some kind ("What was the name of ...") is answered by a name as well as by a code-like token.
+    """
+    texts = [entry["sentence"].content or "" for entry in chosen]
+    if kind is None:
+        return bool(_PERSON_QUESTION_RE.match(query)) and not any(names_not_asked(text, query) for text in texts)
+    if any(entry["typed"] for entry in chosen):
+        return False
+    return not (kind == "code" and _NAME_QUESTION_RE.search(query) and any(names_not_asked(t, query) for t in texts))
+
+
+def question_rarities(query: str, language: str | None) -> dict[str, float]:
+    """Each content term of the question (as ``content_words`` normalises it) and the rarity of its written form."""
+    stopwords = stopwords_for(language or text_language(query))
+    rarities: dict[str, float] = {}
+    for token in tokens(query):
+        if is_content_word(token, stopwords):
+            term = normalize_term(token, language)
+            rarities[term] = max(rarities.get(term, 0.0), word_rarity(token.lower(), language))
+    return rarities
 
 
 def exact_terms(query: str) -> list[str]:
@@ -179,10 +240,21 @@ def refers_back(sentence: str) -> bool:
     return any(word in _ANAPHORS for word in words(sentence)[:_ANAPHOR_WINDOW])
 
 
+def fold_accents(text: str) -> str:
+    """``text`` without combining accents (``Hervé`` -> ``Herve``): a question often drops what the text writes."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(character for character in decomposed if not unicodedata.combining(character))
+
+
 def contains_exact(sentence: str, term: str) -> bool:
-    """Whether ``term`` occurs in ``sentence`` verbatim, not as part of a longer word or number."""
+    """Whether ``term`` occurs in ``sentence`` verbatim (accents aside), not as part of a longer word or number."""
+    sentence, term = fold_accents(sentence), fold_accents(term)
     # Not inside a longer word, option or number: "--retries" is not in "--retries-max", "11" not in "11.5".
-    return re.search(rf"(?<![\w-]){re.escape(term)}(?!\w|[-.,:]\w)", sentence) is not None
+    # A number keeps its unit compound ("512" is in "512-byte"), but not a longer number or a range ("11-12").
+    after = r"(?!\w|[.,:]\w|-\d)" if term[0].isdigit() else r"(?!\w|[-.,:]\w)"
+    return re.search(rf"(?<![\w-]){re.escape(term)}{after}", sentence) is not None
 
 
 def cosines(query_embedding: list[float], embeddings: list[list[float] | None]) -> list[float]:
@@ -341,7 +413,7 @@ class SentenceReader:
         """``score_sentences`` and the query terms' weights (``log(1 + N / (1 + df))``) it used."""
         if not sentences:
             return [], {}
-        query_terms = list(dict.fromkeys(content_words(query)))
+        query_terms = list(dict.fromkeys(content_words(query, context_language(query, sentences))))
         texts = []
         for index, sentence in enumerate(sentences):
             text = sentence.content or ""
@@ -349,7 +421,9 @@ class SentenceReader:
             if previous is not None and _source(previous) == _source(sentence) and refers_back(text):
                 text = f"{previous.content or ''} {text}"
             texts.append(text)
-        terms_of = [set(content_words(text)) for text in texts]
+        terms_of = [
+            set(content_words(text, _language(sentence))) for text, sentence in zip(texts, sentences, strict=True)
+        ]
         frequency = Counter(term for terms in terms_of for term in set(query_terms) & terms)
         weights = {term: math.log(1.0 + len(sentences) / (1.0 + frequency[term])) for term in query_terms}
         total = sum(weights.values())
@@ -478,7 +552,16 @@ class SentenceReader:
         * ``agreement``: 1 when the sentence nearest in meaning (the dense side) and the one holding most of the
           query's terms (the keyword side) come from the same chunk;
         * ``support_chunks``: log of the number of chunks holding a sentence within 0.1 of the best score;
-        * ``retrieval``: the highest dense similarity of a context chunk.
+        * ``retrieval``: the highest dense similarity of a context chunk;
+        * ``similarity_lead``: the best sentence's similarity above the median similarity of the context's sentences
+          (an embedding model that reads a language poorly gives every sentence a high similarity: the lead, not the
+          level, says the sentence is about the question);
+        * ``rare_term_missing``: the rarity in the language at large (``word_rarity``) of the rarest question word
+          absent from the best sentence's chunk and its header (0: none is absent): a rare word the question
+          hinges on ("bereavement") that the passage never uses;
+        * ``number_missing``: 1 when a number the question states is in none of the answer's sentences;
+        * ``answer_type_missing``: 1 when the question asks for a kind of token (a number, an option, a place; for
+          "who", a name) and no answer sentence holds one it does not already name.
         """
         best = ranked[0]
         untyped_runner_up = max((entry["score"] - entry["type_bonus"] for entry in ranked[1:]), default=None)
@@ -488,10 +571,10 @@ class SentenceReader:
         terms = exact_terms(query)
         missing = sum(1 for term in terms if not any(contains_exact(text, term) for text in context_texts))
         source = _source(best["sentence"])
-        chunk_terms = set(content_words(headers.get(source, "")))
+        chunk_terms = set(content_words(headers.get(source, ""), _language(best["sentence"])))
         for entry in scored:
             if _source(entry["sentence"]) == source:
-                chunk_terms.update(content_words(entry["sentence"].content or ""))
+                chunk_terms.update(content_words(entry["sentence"].content or "", _language(entry["sentence"])))
         answer_texts = [entry["sentence"].content or "" for entry in chosen]
         missing_from_answer = sum(1 for term in terms if not any(contains_exact(text, term) for text in answer_texts))
         total = sum(weights.values())
@@ -505,6 +588,8 @@ class SentenceReader:
         keyword_best = max(scored, key=lambda entry: (entry["lexical"], -_order(entry["sentence"])[0]))
         supporting = {_source(entry["sentence"]) for entry in ranked if entry["score"] >= best["score"] - _SUPPORT_BAND}
         retrieval = max(float((entry["sentence"].meta or {}).get("chunk_score") or 0.0) for entry in scored)
+        language = context_language(query, [entry["sentence"] for entry in scored])
+        numbers = _NUMBER_RE.findall(query)
         return {
             "similarity": float(best["similarity"]),
             "lexical": float(best["lexical"]),
@@ -516,6 +601,15 @@ class SentenceReader:
             "agreement": float(_source(dense_best["sentence"]) == _source(keyword_best["sentence"])),
             "support_chunks": math.log(len(supporting)),
             "retrieval": retrieval,
+            "similarity_lead": float(best["similarity"] - statistics.median(entry["similarity"] for entry in scored)),
+            "rare_term_missing": max(
+                (rarity for term, rarity in question_rarities(query, language).items() if term not in chunk_terms),
+                default=0.0,
+            ),
+            "number_missing": float(
+                any(not any(contains_exact(text, number) for text in answer_texts) for number in numbers)
+            ),
+            "answer_type_missing": float(answer_type_missing(query, kind, chosen)),
         }
 
     def read(self, query: str, query_embedding: list[float], sentences: list[Document]) -> tuple[str, dict[str, Any]]:
@@ -599,6 +693,21 @@ def _order(sentence: Document) -> tuple[int, int]:
 def _source(sentence: Document) -> str:
     """The SourceId of the chunk a sentence comes from."""
     return str((sentence.meta or {}).get("source_id", ""))
+
+
+def _language(sentence: Document) -> str | None:
+    """The language of a sentence's chunk (``meta.language``, detected at indexing), when known."""
+    return (sentence.meta or {}).get("language")
+
+
+def context_language(query: str, sentences: list[Document]) -> str | None:
+    """
+    The language the question's words are compared in: the commonest language of the context's chunks, detected at
+    indexing on whole chunks (a short question, or a German one without umlauts, is easily taken for English),
+    else the question's own.
+    """
+    languages = Counter(language for language in map(_language, sentences) if language)
+    return languages.most_common(1)[0][0] if languages else text_language(query)
 
 
 def _header(sentence: Document) -> str:

@@ -311,9 +311,16 @@ def reading_step(tmp_path_factory) -> Pipeline:
     return pipeline
 
 
-def _read(pipeline: Pipeline, query: str, *chunks: str) -> dict:
+def _read(pipeline: Pipeline, query: str, *chunks: str, document_name: str | None = None) -> dict:
+    # ``document_name``: what the indexed chunk's contextual header would name (docs/contract.md, "Retrieval quality controls").
+    named = {"document_name": document_name} if document_name else {}
     documents = [
-        Document(id=f"doc-{index}:0", content=text, score=0.6, meta={"document_id": f"doc-{index}", "chunk_index": 0})
+        Document(
+            id=f"doc-{index}:0",
+            content=text,
+            score=0.6,
+            meta={"document_id": f"doc-{index}", "chunk_index": 0, **named},
+        )
         for index, text in enumerate(chunks)
     ]
     result = pipeline.run(
@@ -384,7 +391,9 @@ class TestSentenceReaderFailureModes:
 
     def test_run_manual_entry_value(self, reading_step):
         # The value is the last sentence of the entry whose first sentence the question paraphrases.
-        out = _read(reading_step, "How long does logind hold off reacting to the lid after boot, by default?", LOGIND)
+        # As indexed, the entry's chunk is headed by its page's name: the question's "logind" is the page's word.
+        query = "How long does logind hold off reacting to the lid after boot, by default?"
+        out = _read(reading_step, query, LOGIND, document_name="logind.conf(5)")
         assert "Defaults to 30s." in out["answer"] and "hold off" in out["answer"], out
 
     def test_run_manual_entry_option_name(self, reading_step):
@@ -396,7 +405,9 @@ class TestSentenceReaderFailureModes:
         assert "two external monitors and a noise-cancelling headset" in out["answer"]
 
     def test_run_two_sentence_answer(self, reading_step):
-        out = _read(reading_step, "When was the Atlas service launched and when was it moved to Frankfurt?", ATLAS)
+        # Beside the passage, the other chunks retrieval delivers: the lead over them says the passage is on topic.
+        query = "When was the Atlas service launched and when was it moved to Frankfurt?"
+        out = _read(reading_step, query, ATLAS, HANDBOOK, TIERS)
         assert (
             "launched in 2019" in out["answer"] and "In 2022 it was moved to the Frankfurt data centre" in out["answer"]
         )
