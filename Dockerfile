@@ -30,9 +30,13 @@ RUN pip install --no-deps -e . \
 RUN useradd --create-home --uid 10001 sourcebound && mkdir -p /data && chown sourcebound /data
 USER sourcebound
 
+# The image listens on every interface of its container, so the key decides who is asking (api_key mode); trusted
+# mode only behind a gateway that authenticates callers and sets their identity (docs/operations.md, "Hosts and
+# browsers"). SOURCEBOUND_ALLOWED_HOSTS names the hosts clients reach it by besides loopback (e.g. rag.example.com).
 ENV HAYHOOKS_HOST=0.0.0.0 \
     HAYHOOKS_PORT=1416 \
-    SOURCEBOUND_DATA_DIR=/data
+    SOURCEBOUND_DATA_DIR=/data \
+    SOURCEBOUND_AUTH_MODE=api_key
 
 EXPOSE 1416
 VOLUME ["/data"]

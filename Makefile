@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm serve lint test test-fast test-slow eval bench bench-store bench-state bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm serve crawl lint test test-fast test-slow eval bench bench-store bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -72,6 +72,11 @@ provision-llm: $(STAMP)
 
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
+
+# Crawl RAG_CRAWL_START_URLS inside RAG_ALLOWLIST_DOMAINS into tenant RAG_CRAWL_TENANT_ID (docs/sources.md,
+# "Web sources"); beside a running server the crawl runs in it.
+crawl: $(STAMP)
+	$(BIN)/python -m hayhooks_app.cli crawl
 
 # Style (ruff lint + format, 120 columns) and the layer contracts (import-linter, pyproject.toml).
 lint: $(STAMP)

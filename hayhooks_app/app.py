@@ -48,6 +48,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from components.stores.sentence_vector_cache import prune_sentence_vectors
+from hayhooks_app.browser_guard import BrowserGuard
 from hayhooks_app.cli import build_parser
 from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
@@ -58,6 +59,8 @@ from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.memory import return_freed_memory
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
+from hayhooks_app.oidc.provider import IdentityProviderUnavailable
+from hayhooks_app.routes.auth import auth_routes
 from hayhooks_app.routes.conversations import conversation_routes
 from hayhooks_app.routes.glossary import glossary_routes
 from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
@@ -70,11 +73,12 @@ WRAPPERS_DIR = Path(__file__).resolve().parent / "pipelines"
 WEB_DIR = Path(__file__).resolve().parent / "web"
 # The page loads only its own files and talks only to this origin; document text is rendered as text,
 # and this policy is the second line should a bug ever render it as HTML (no inline script runs).
+WEB_PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src {connect}; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 WEB_PAGE_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-    ),
+    "Content-Security-Policy": WEB_PAGE_CSP.format(connect="'self'"),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
@@ -178,6 +182,8 @@ def _routes(container: ServiceContainer) -> APIRouter:
     async def health(request: Request) -> JSONResponse:
         report = await run_in_threadpool(container.health.report)
         report["embedding_queue"] = queue_status(request.app)  # source sync jobs (hayhooks_app.webhooks)
+        if container.oidc is not None:
+            report["identity_provider"] = container.oidc.keys.status()
         return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
 
     @router.get("/health/ready", tags=["service"], summary="Readiness: 503 unless every route can answer")
@@ -205,34 +211,40 @@ def _routes(container: ServiceContainer) -> APIRouter:
         project_id: Annotated[str | None, Form(description="Project for scope=project.")] = None,
         document_id: Annotated[str | None, Form(description="Document id (only with a single file).")] = None,
         document_name: Annotated[str | None, Form(description="Display name (only with a single file).")] = None,
+        user_tags: Annotated[
+            list[str] | None, Form(description='The caller\'s tags (docs/api.md, "Write rule"); optional.')
+        ] = None,
     ) -> dict:
         try:
             form = UploadForm.model_validate(
                 {
                     "tenant_id": tenant_id,
-                    "tags": [tag.strip() for value in tags for tag in value.split(",") if tag.strip()],
+                    "tags": _form_list(tags),
                     "scope": scope,
                     "user_id": user_id or None,
                     "project_id": project_id or None,
                     "document_id": document_id or None,
                     "document_name": document_name or None,
                     "files": len(files),
+                    "user_tags": _form_list(user_tags) or None,
                 }
             )
         except ValidationError as error:
             raise ApiError(422, "validation_error", describe_validation_errors(error.errors())) from error
-        from hayhooks_app.identity import authorize_write
+        from hayhooks_app.identity import write_authority
 
-        key_id = authorize_write(
+        named = form.user_tags is not None  # trusted mode: the caller is named by its tags (docs/contract.md)
+        writer = write_authority(
             container.settings.auth_mode,
-            container.keys,
+            container.credentials,
             request.headers,
             tenant_ids={form.tenant_id},
-            tags=set(form.tags),
-            user_ids={form.user_id} if form.user_id else None,
-            public=form.scope == "public",
+            user_tags=form.user_tags,
+            user_id=form.user_id if named else None,
+            project_id=form.project_id if named else None,
         )
-        result = await _index_uploads(container, files, form, key_id)
+        writer.check_documents([form.stream_meta()])
+        result = await _index_uploads(container, files, form, writer)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
 
     @router.post("/rag/enrich", tags=["pipelines"], summary="Context for a message (alias of POST /enrich/run)")
@@ -263,19 +275,54 @@ def _routes(container: ServiceContainer) -> APIRouter:
     return router
 
 
-def _mount_web_page(app: FastAPI) -> None:
+class _WebAssets(StaticFiles):
+    """The page's assets, with the page's own security headers (a script or style is a document too)."""
+
+    def __init__(self, container: ServiceContainer, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.container = container
+
+    async def get_response(self, path: str, scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(await web_page_headers(self.container))
+        return response
+
+
+async def web_page_headers(container: ServiceContainer) -> dict[str, str]:
+    """
+    The page's headers. With OpenID Connect sign-in the page exchanges its authorization code at the provider's
+    token endpoint, so that one origin joins ``connect-src``; nothing else widens (docs/contract.md, "Web page").
+    """
+    oidc = container.oidc
+    if oidc is None:
+        return WEB_PAGE_HEADERS
+    try:
+        origin = await run_in_threadpool(oidc.token_origin)
+    except IdentityProviderUnavailable:  # the page says so when it tries to sign in
+        logger.warning("The identity provider's token endpoint is unknown; the page's CSP allows only itself.")
+        origin = None
+    if origin is None:
+        return WEB_PAGE_HEADERS
+    return {**WEB_PAGE_HEADERS, "Content-Security-Policy": WEB_PAGE_CSP.format(connect=f"'self' {origin}")}
+
+
+def _mount_web_page(app: FastAPI, container: ServiceContainer) -> None:
     """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def web_page() -> FileResponse:
-        return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=WEB_PAGE_HEADERS)
+        headers = await web_page_headers(container)
+        return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=headers)
 
-    app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
+    app.mount("/web", _WebAssets(container, directory=WEB_DIR), name="web")
 
 
-async def _index_uploads(
-    container: ServiceContainer, files: list[UploadFile], form: UploadForm, key_id: str | None
-) -> dict:
+def _form_list(values: list[str] | None) -> list[str]:
+    """A repeated form field whose values may also be comma-separated."""
+    return [item.strip() for value in values or () for item in value.split(",") if item.strip()]
+
+
+async def _index_uploads(container: ServiceContainer, files: list[UploadFile], form: UploadForm, writer) -> dict:
     """
     Index uploads as byte streams. Each keeps its (sanitised) file name as ``document_name``, so its
     ``document_id`` derives from tenant + name: uploading a changed file again replaces it.
@@ -302,7 +349,7 @@ async def _index_uploads(
             meta["document_name"] = name  # so the "unsupported file type" error names the file
         streams.append(ByteStream(data=content, meta=meta))
     try:
-        return await run_in_threadpool(container.requests.index_streams, streams, key_id)
+        return await run_in_threadpool(container.requests.index_streams, streams, writer.key_id, writer.rule)
     except Exception as error:
         mapped = map_exception(error)
         if mapped is None:
@@ -352,6 +399,7 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     hayhooks_routes = list(app.router.routes)
     app.router.routes[:] = []
     app.include_router(_routes(container))
+    app.include_router(auth_routes(container))
     app.include_router(conversation_routes(container))
     app.include_router(glossary_routes(container))
     admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
@@ -359,12 +407,14 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).
     app.router.routes.extend(hayhooks_routes)
     # MCP tools over the same wrappers, on the same port (hayhooks_app.mcp_server).
-    mcp_app = create_mcp_app(app.state.pipeline_registry)
+    mcp_app = create_mcp_app(app.state.pipeline_registry, settings.allowed_hosts.mcp_security())
     mount_mcp(app, mcp_app)
-    _mount_web_page(app)
+    _mount_web_page(app, container)
     install_error_handlers(app)
     app.add_middleware(SSEDoneTerminator)
     app.add_middleware(RequestGuard, limits=settings.limits)
+    # Outermost: a foreign Host or a cross-site write is refused before anything reads it (browser_guard).
+    app.add_middleware(BrowserGuard, hosts=settings.allowed_hosts)
     instrument_app(app, enabled=tracing_on)
     _extend_lifespan(app, container, mcp_app, admin)
     install_sources(app, container)  # webhooks, sync jobs and the reconcile interval (hayhooks_app.webhooks)

@@ -144,7 +144,7 @@ def complete(
     request = ChatCompletionRequest.model_validate(body, strict=False)
     identity = resolve_identity(
         container.settings.auth_mode,
-        container.keys,
+        container.credentials,
         headers,
         tenant_id=request.tenant_id,
         user_tags=request.user_tags,

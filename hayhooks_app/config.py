@@ -25,15 +25,40 @@ from pathlib import Path
 from components.runtime.environment import ConfigError as ConfigError
 from components.runtime.environment import env_bool, env_choice, env_int
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
+from hayhooks_app.browser_guard import ALLOWED_HOSTS_ENV, AllowedHosts
+from hayhooks_app.oidc.settings import OidcSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SAMPLE_CORPUS = SAMPLE_CORPUS_DIR
 
-AUTH_MODES = ("trusted", "api_key")
+AUTH_MODES = ("trusted", "api_key", "oidc", "oidc,api_key")
+AUTH_METHODS = ("oidc", "api_key")  # the bearer credentials; "trusted" takes the identity from the body
 QUERY_LOG_TEXT_MODES = ("full", "hash")
 
 # The Hayhooks wrappers this application deploys: name -> what it serves.
 EXPECTED_PIPELINES = ("delete_tenant", "enrich", "flags", "index", "invalidate", "rag", "search")
+
+
+def parse_auth_mode(value: str | None) -> str:
+    """
+    The normalised ``SOURCEBOUND_AUTH_MODE``: ``trusted``, ``api_key``, ``oidc`` or ``oidc,api_key``.
+
+    :raises ConfigError: Naming the variable and the choices.
+    """
+    parts = [part.strip() for part in (value or "").split(",") if part.strip()] or ["trusted"]
+    if parts == ["trusted"]:
+        return "trusted"
+    if not set(parts) <= set(AUTH_METHODS):
+        raise ConfigError(
+            f"SOURCEBOUND_AUTH_MODE must be one of {', '.join(AUTH_MODES)}; got {value!r} (trusted does not "
+            "combine: it takes the identity from the body)."
+        )
+    return ",".join(method for method in AUTH_METHODS if method in parts)
+
+
+def auth_methods(mode: str) -> frozenset[str]:
+    """The bearer credentials a mode accepts (none for ``trusted``)."""
+    return frozenset() if mode == "trusted" else frozenset(mode.split(","))
 
 
 @dataclass(frozen=True)
@@ -73,8 +98,10 @@ class Settings:
     :param data_dir: Holds the store (``qdrant/``), the tag directory, ``records.sqlite`` and the keys file.
     :param host: Bind address (``HAYHOOKS_HOST``).
     :param port: Bind port (``HAYHOOKS_PORT``).
-    :param auth_mode: ``trusted`` (identity from the body) or ``api_key`` (identity from a Bearer key).
+    :param auth_mode: ``trusted`` (identity from the body), ``api_key`` (from a Bearer key), ``oidc`` (from a
+        Bearer JWT of the configured provider) or ``oidc,api_key`` (either).
     :param api_keys_file: JSON file of hashed API keys (``SOURCEBOUND_API_KEYS_FILE``).
+    :param oidc: The ``SOURCEBOUND_OIDC_*`` settings (only in a mode with ``oidc``).
     :param indexing_pipeline: Pipeline name or YAML path for indexing.
     :param search_pipeline: Pipeline name or YAML path for retrieval only.
     :param rag_pipeline: Pipeline name or YAML path for answers (``query`` or ``query_ollama``).
@@ -85,6 +112,8 @@ class Settings:
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
+    :param allowed_hosts: The host names served besides loopback and the bind address
+        (``SOURCEBOUND_ALLOWED_HOSTS``; docs/operations.md, "Hosts and browsers").
     """
 
     data_dir: Path
@@ -102,17 +131,31 @@ class Settings:
     bootstrap_corpus: bool = True
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
+    oidc: OidcSettings | None = None
+    allowed_hosts: AllowedHosts | None = None
+
+    def __post_init__(self) -> None:
+        if ("oidc" in auth_methods(self.auth_mode)) != (self.oidc is not None):
+            raise ConfigError(f"auth mode {self.auth_mode!r} and the OIDC settings disagree: oidc modes need them.")
+        if self.allowed_hosts is None:  # loopback names and the bind address
+            object.__setattr__(self, "allowed_hosts", AllowedHosts.from_setting(None, self.host))
 
     @classmethod
     def from_env(cls) -> "Settings":
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
+        host = os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1"
+        try:
+            allowed_hosts = AllowedHosts.from_setting(os.environ.get(ALLOWED_HOSTS_ENV), host)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+        auth_mode = parse_auth_mode(os.environ.get("SOURCEBOUND_AUTH_MODE"))
         return cls(
             data_dir=data_dir,
-            host=os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1",
+            host=host,
             port=env_int("HAYHOOKS_PORT", 1416, 1),
-            auth_mode=env_choice("SOURCEBOUND_AUTH_MODE", "trusted", AUTH_MODES),
+            auth_mode=auth_mode,
             api_keys_file=Path(keys_file).resolve() if keys_file else data_dir / "api_keys.json",
             indexing_pipeline=os.environ.get("SOURCEBOUND_INDEXING_PIPELINE", "").strip() or "indexing",
             search_pipeline=os.environ.get("SOURCEBOUND_SEARCH_PIPELINE", "").strip() or "search",
@@ -126,6 +169,8 @@ class Settings:
                 os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
             ),
             limits=Limits.from_env(),
+            oidc=OidcSettings.from_env() if "oidc" in auth_methods(auth_mode) else None,
+            allowed_hosts=allowed_hosts,
         )
 
     @property

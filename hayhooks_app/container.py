@@ -10,6 +10,7 @@ wrapper, route, the chat and MCP endpoints and the event consumer.
 | ``indexing``, ``queries``, ``enrichment`` | the services over them | ``components.services`` |
 | ``store`` | the document store (the indexing pipeline's; every pipeline shares its shard) | the YAML |
 | ``records``, ``keys``, ``glossary``, ``tag_directory()`` | the stores | ``components.stores`` |
+| ``credentials`` | what a bearer token grants: API keys and/or OpenID Connect tokens | ``hayhooks_app.credentials`` |
 | ``conversations`` | server-side conversations | ``components.services.conversation_service`` |
 | ``requests`` | search, answer, enrich, index changes with records and metrics | ``...services.request_service`` |
 | ``health`` | ``GET /health`` | ``components.services.health_check`` |
@@ -45,7 +46,10 @@ from components.stores.record_store import RecordStore
 from components.stores.state import database_url
 from components.stores.state.importer import import_data_dir
 from hayhooks_app.config import Settings, service_version
+from hayhooks_app.credentials import Credentials
 from hayhooks_app.metrics import MetricsObserver, metrics
+from hayhooks_app.oidc.authenticator import OidcAuthenticator
+from hayhooks_app.oidc.provider import IdentityProviderUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +75,7 @@ class ServiceContainer:
         self._enrichment = None
         self._records: RecordStore | None = None
         self._keys: ApiKeyStore | None = None
+        self._credentials: Credentials | None = None
         self._conversations: ConversationService | None = None
         self.started_at = time.time()
         self.requests = RequestService(
@@ -173,6 +178,25 @@ class ServiceContainer:
         return self._once("_keys", lambda: ApiKeyStore(self.settings.api_keys_file))
 
     @property
+    def credentials(self) -> Credentials | None:
+        """What a bearer token grants in this identity mode (``None`` in trusted mode)."""
+        mode = self.settings.auth_mode
+        if mode == "trusted":
+            return None
+
+        def build():
+            oidc = OidcAuthenticator(self.settings.oidc) if self.settings.oidc is not None else None
+            return Credentials(mode, keys=self.keys, oidc=oidc)
+
+        return self._once("_credentials", build)
+
+    @property
+    def oidc(self) -> OidcAuthenticator | None:
+        """The OpenID Connect verifier (modes with ``oidc``), else ``None``."""
+        credentials = self.credentials
+        return credentials.oidc if credentials is not None else None
+
+    @property
     def conversations(self) -> ConversationService:
         """The server-side conversations, summarised by the RAG pipeline's LLM."""
 
@@ -206,6 +230,11 @@ class ServiceContainer:
         metrics.track_index_size(self.store.count_documents)
         metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
         self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
+        if self.oidc is not None:
+            try:
+                self.oidc.keys.metadata()  # the first token then waits for nothing
+            except IdentityProviderUnavailable as error:
+                logger.warning("%s Tokens are answered 503 until it is.", error)
         return self
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from components.core.errors import (
     NotFoundError,
     RAGServiceError,
     TokenBudgetExceededError,
+    WriteForbiddenError,
 )
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
     (IndexingValidationError, 422, "validation_error"),
     (LifecycleError, 422, "validation_error"),
     (InvalidRequestError, 422, "validation_error"),
+    (WriteForbiddenError, 403, "forbidden"),
     (NotFoundError, 404, "not_found"),
     (InsufficientStorageError, 507, "insufficient_storage"),
     (ContextError, 503, "context_unavailable"),

@@ -1,5 +1,5 @@
 """
-Who is asking: the two identity modes of the HTTP API (docs/contract.md, "Identity and delegation").
+Who is asking: the identity modes of the HTTP API (docs/contract.md, "Identity and delegation").
 
 * ``trusted`` (default): ``tenant_id``, ``user_tags``, ``user_id`` and ``project_id`` come from the
   request body. Meant for 127.0.0.1 or behind an authenticating gateway that sets them.
@@ -18,8 +18,17 @@ Who is asking: the two identity modes of the HTTP API (docs/contract.md, "Identi
   - body ``user_tags`` are intersected with the key's tags; an empty intersection -> 403;
   - no body ``user_tags`` -> all the key's tags;
   - a write without the permission -> 403.
+* ``oidc``: ``Authorization: Bearer <JWT>`` from the configured OpenID Connect provider, verified and mapped to
+  a grant by :mod:`hayhooks_app.oidc` (tenant, tags and user from its claims, permissions by configuration). The
+  grant acts exactly like a user key: only its own user, its tags intersected with the body's, never another
+  tenant. ``oidc,api_key`` accepts both (:class:`hayhooks_app.credentials.Credentials` tells them apart); every
+  refused token is a 401 naming the problem.
 
-The result is a :class:`components.core.requester.Identity`, which the services take as given.
+The result of a read is a :class:`components.core.requester.Identity`, which the services take as given; of a
+write (:func:`write_authority`) the key id and the caller's :class:`components.core.access_rule.WriteRule`
+(docs/contract.md, "Write rule"), which the services apply to every document written, replaced, invalidated or
+flagged. In trusted mode the body's ``user_tags`` / ``user_id`` / ``project_id`` name the caller of a write; a
+write naming none acts with the tenant's full authority (the gateway's).
 
 Usage:
 
@@ -29,43 +38,57 @@ from hayhooks_app.identity import resolve_identity
 
 keys = ApiKeyStore(path)
 identity = resolve_identity("api_key", keys, {"authorization": "Bearer sb_..."}, tenant_id=None, user_tags=None)
+# any mode with bearer credentials: pass the container's Credentials (container.credentials)
 ```
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from components.core.access_rule import WriteRule
 from components.core.requester import Identity
-from components.stores.key_store import ApiKeyRecord, ApiKeyStore
-from hayhooks_app.errors import forbidden, unauthorized, validation_error
+from components.stores.key_store import ApiKeyStore
+from hayhooks_app.config import auth_methods
+from hayhooks_app.credentials import Credentials, Grant, bearer_token
+from hayhooks_app.errors import forbidden, validation_error
+from hayhooks_app.oidc.claims import OidcGrant
+
+__all__ = [
+    "WriteAuthority",
+    "authenticate",
+    "authorize_write",
+    "bearer_token",
+    "resolve_identity",
+    "write_authority",
+]
 
 
-def bearer_token(headers: Mapping[str, str] | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, or ``None``."""
-    if not headers:
-        return None
-    value = headers.get("authorization") or headers.get("Authorization")
-    if not value:
-        return None
-    scheme, _, token = value.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
+def authenticate(credentials: Credentials | ApiKeyStore, headers: Mapping[str, str] | None) -> Grant:
+    """
+    The grant of the request's Bearer token (an API key record or a verified token's grant).
+
+    :param credentials: The container's ``credentials``; a bare key store means ``api_key`` mode.
+    :raises ApiError: 401 when missing or refused (the message names why), 503 when the provider is unreachable.
+    """
+    if isinstance(credentials, ApiKeyStore):
+        credentials = Credentials("api_key", keys=credentials)
+    return credentials.authenticate(headers)
 
 
-def authenticate(keys: ApiKeyStore, headers: Mapping[str, str] | None) -> ApiKeyRecord:
-    """The key record for the request's Bearer token; 401 when missing or unknown."""
-    token = bearer_token(headers)
-    if token is None:
-        raise unauthorized("Missing API key: send 'Authorization: Bearer <key>' (the server runs in api_key mode).")
-    record = keys.lookup(token)
-    if record is None:
-        raise unauthorized("Unknown API key.")
-    return record
+def _credentials(mode: str, keys: Credentials | ApiKeyStore | None) -> Credentials | ApiKeyStore | None:
+    if isinstance(keys, ApiKeyStore) and "oidc" in auth_methods(mode):
+        # A caller still passing container.keys would refuse every token as an unknown key: fail loudly instead.
+        raise TypeError(f"auth mode {mode!r} needs the container's credentials, not its key store")
+    return keys
+
+
+def _credential(record: Grant) -> str:
+    return "token" if isinstance(record, OidcGrant) else "API key"
 
 
 def resolve_identity(
     mode: str,
-    keys: ApiKeyStore | None,
+    keys: Credentials | ApiKeyStore | None,
     headers: Mapping[str, str] | None,
     *,
     tenant_id: str | None,
@@ -77,8 +100,8 @@ def resolve_identity(
     """
     Resolve the identity of a read request (search, RAG, chat).
 
-    :param mode: ``trusted`` or ``api_key``.
-    :param keys: The key store (``api_key`` mode).
+    :param mode: ``trusted``, or the bearer modes (``api_key``, ``oidc``, ``oidc,api_key``).
+    :param keys: The container's ``credentials`` (a bare key store: ``api_key`` mode).
     :param headers: Request headers (case-insensitive mapping).
     :param tenant_id: ``tenant_id`` from the body, if any.
     :param user_tags: ``user_tags`` from the body, if any.
@@ -95,9 +118,10 @@ def resolve_identity(
             raise validation_error("user_tags: at least one tag is required; with no tags nothing is visible")
         return Identity(tenant_id, tuple(dict.fromkeys(user_tags or ())), user_id, project_id)
 
-    record = authenticate(keys, headers)
+    record = authenticate(_credentials(mode, keys), headers)
+    credential = _credential(record)
     if tenant_id is not None and tenant_id != record.tenant_id:
-        raise forbidden(f"tenant_id '{tenant_id}' does not match the API key's tenant.")
+        raise forbidden(f"tenant_id '{tenant_id}' does not match the {credential}'s tenant.")
     if user_id is not None and not record.may_act_as(user_id):
         raise forbidden(_delegation_refusal(record, user_id))
     if project_id is not None and record.projects is not None and project_id not in record.projects:
@@ -108,7 +132,12 @@ def resolve_identity(
         allowed = set(record.tags)
         tags = tuple(tag for tag in dict.fromkeys(user_tags) if tag in allowed)
     if require_tags and not tags:
-        raise forbidden("None of the requested user_tags are allowed for this API key.")
+        if isinstance(record, OidcGrant) and not record.tags:
+            raise forbidden(
+                "The token grants no tags: none of its groups or roles map to a tag "
+                "(SOURCEBOUND_OIDC_TAGS_CLAIM, SOURCEBOUND_OIDC_TAG_MAP), so nothing would be visible."
+            )
+        raise forbidden(f"None of the requested user_tags are allowed for this {credential}.")
     acting_user = record.user_id if record.user_id is not None else user_id
     return Identity(
         record.tenant_id,
@@ -120,8 +149,10 @@ def resolve_identity(
     )
 
 
-def _delegation_refusal(record: ApiKeyRecord, user_id: str) -> str:
+def _delegation_refusal(record: Grant, user_id: str) -> str:
     """The 403 message for a ``user_id`` the key may not act for (docs/contract.md "Delegation")."""
+    if isinstance(record, OidcGrant):
+        return f"user_id '{user_id}' is not the token's user; a signed-in user acts only as itself."
     if record.kind == "user":
         return f"user_id '{user_id}' does not match the API key's user; a user key acts only as its own user."
     if record.kind == "service":
@@ -132,9 +163,137 @@ def _delegation_refusal(record: ApiKeyRecord, user_id: str) -> str:
     )
 
 
+def _key_rule(record: Grant, user_tags, user_id, project_id) -> WriteRule:
+    """
+    The write rule of a key (or a token's grant, which acts as a user key), narrowed by the body's caller fields
+    exactly as a read narrows its identity.
+    """
+    credential = _credential(record)
+    if user_id is not None and not record.may_act_as(user_id):
+        raise forbidden(_delegation_refusal(record, user_id))
+    if project_id is not None and record.projects is not None and project_id not in record.projects:
+        raise forbidden(f"project_id '{project_id}' is not among the {credential}'s projects.")
+    tags = record.tags
+    if user_tags is not None:
+        tags = tuple(tag for tag in dict.fromkeys(user_tags) if tag in set(record.tags))
+        if not tags:
+            raise forbidden(f"None of the requested user_tags are allowed for this {credential}.")
+    if user_id is not None:
+        users, patterns = (user_id,), ()
+    elif record.user_id is not None:
+        users, patterns = (record.user_id,), ()
+    else:
+        users, patterns = (), tuple(record.act_as_users or ())
+    return WriteRule(
+        tenant_ids=(record.tenant_id,),
+        tags=tags,
+        user_ids=users,
+        user_patterns=patterns,
+        projects=(project_id,) if project_id is not None else record.projects,
+        public="public" in record.permissions,
+    )
+
+
+@dataclass(frozen=True)
+class WriteAuthority:
+    """
+    The resolved writer of a request (docs/contract.md, "Write rule").
+
+    :param key_id: The key used (``None`` in trusted mode), for the records.
+    :param rule: The caller's write rule; the services apply it to every document written or changed.
+    :param record: The key's record (``None`` in trusted mode), for the wording of refusals.
+    """
+
+    key_id: str | None
+    rule: WriteRule
+    record: Grant | None = None
+
+    def refusal(self, meta: Mapping, complete: bool = True) -> str | None:
+        """
+        Why the caller may not write a document with ``meta`` (worded for the key kind), or ``None``.
+
+        :param complete: ``meta`` is a whole document's; ``False`` checks only the fields it names.
+        """
+        whose = f"{_credential(self.record)}'s" if self.record is not None else "caller's"
+        outside = self.rule.tags_outside(meta.get("tags") or ())
+        if outside:
+            return f"tags {outside} are not among the {whose} tags."
+        owner = meta.get("user_id")
+        if owner is not None and not self.rule.may_act_as(owner):
+            if self.record is not None:
+                return _delegation_refusal(self.record, owner)
+            return f"user_id '{owner}' is not the caller's user_id; a caller writes only its own or tenant documents."
+        if not self.rule.allows_project(meta.get("project_id")):
+            return f"project_id '{meta.get('project_id')}' is not among the {whose} projects."
+        if meta.get("scope") == "public" and not self.rule.public:
+            return "Writing scope 'public' documents (visible to every tenant) needs the 'public' permission."
+        problem = self.rule.violation(meta) if complete else None
+        return f"{problem[0].upper()}{problem[1:]}." if problem else None
+
+    def check_documents(self, documents: Iterable[Mapping]) -> None:
+        """403 for the first document about to be written that the caller may not write."""
+        for meta in documents:
+            problem = self.refusal(meta)
+            if problem:
+                raise forbidden(problem)
+
+
+def write_authority(
+    mode: str,
+    keys: Credentials | ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_ids: set[str],
+    permission: str = "write",
+    user_tags: list[str] | None = None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+) -> WriteAuthority:
+    """
+    Who is writing (docs/contract.md, "Write rule").
+
+    Bearer modes (``api_key``, ``oidc``): the key or token needs ``permission`` (``admin`` implies ``write``) and
+    its tenant must be the only tenant named (a token's grant acts as a user key); the rule is the key's tags, the
+    users it may act as, its projects and its ``public`` permission, narrowed by the body's ``user_tags`` /
+    ``user_id`` / ``project_id`` as a read is. ``trusted``
+    mode: the body's fields are the caller (``user_tags`` required once any is given; ``public`` is the
+    gateway's to allow); a body naming none writes with the tenants' full authority.
+
+    :param tenant_ids: The tenants the request names.
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if mode == "trusted":
+        if user_tags is None and user_id is None and project_id is None:
+            return WriteAuthority(None, WriteRule.operator(tenant_ids))
+        if not user_tags:
+            raise validation_error(
+                "user_tags: required when a write names its caller (user_id or project_id); the caller may change "
+                "only documents whose tags it holds"
+            )
+        rule = WriteRule(
+            tenant_ids=tuple(tenant_ids),
+            tags=tuple(user_tags),
+            user_ids=(user_id,) if user_id is not None else (),
+            projects=(project_id,) if project_id is not None else None,
+            public=True,
+        )
+        return WriteAuthority(None, rule)
+    record = authenticate(_credentials(mode, keys), headers)
+    granted = set(record.permissions)
+    if "admin" in granted:
+        granted.add("write")
+    credential = _credential(record)
+    if permission not in granted:
+        raise forbidden(f"This {credential} lacks the '{permission}' permission.")
+    foreign = sorted(tenant_ids - {record.tenant_id})
+    if foreign:
+        raise forbidden(f"tenant_id {', '.join(repr(t) for t in foreign)} does not match the {credential}'s tenant.")
+    return WriteAuthority(record.key_id, _key_rule(record, user_tags, user_id, project_id), record)
+
+
 def authorize_write(
     mode: str,
-    keys: ApiKeyStore | None,
+    keys: Credentials | ApiKeyStore | None,
     headers: Mapping[str, str] | None,
     *,
     tenant_ids: set[str],
@@ -142,36 +301,32 @@ def authorize_write(
     permission: str = "write",
     user_ids: set[str] | None = None,
     public: bool = False,
+    projects: set[str] | None = None,
 ) -> str | None:
     """
-    Check that the requester may change the given tenants' documents.
+    Check that the requester may change the given tenants' documents (the key's :class:`WriteRule`, see
+    :func:`write_authority`).
 
-    In trusted mode everything is allowed (the gateway decides). In ``api_key`` mode the key needs
+    In trusted mode everything is allowed (the gateway decides). Otherwise the key (or the token's grant) needs
     ``permission`` (``admin`` implies ``write``), its tenant must be the only tenant touched, any
     tags written must be among its tags, and any owning ``user_id`` written (user/project-scoped
     documents) must be one the key may act as: nobody writes into another user's private space
     without a grant.
 
-    :returns: The key id (``None`` in trusted mode), for the records.
+    :returns: The key id (``oidc`` for a token, ``None`` in trusted mode), for the records.
     :raises ApiError: 401 or 403 naming the problem.
     """
     if mode == "trusted":
         return None
-    record = authenticate(keys, headers)
-    granted = set(record.permissions)
-    if "admin" in granted:
-        granted.add("write")
-    if permission not in granted:
-        raise forbidden(f"This API key lacks the '{permission}' permission.")
-    foreign = sorted(tenant_ids - {record.tenant_id})
-    if foreign:
-        raise forbidden(f"tenant_id {', '.join(repr(t) for t in foreign)} does not match the API key's tenant.")
-    outside = sorted((tags or set()) - set(record.tags))
-    if outside:
-        raise forbidden(f"tags {outside} are not among the API key's tags.")
-    for user_id in sorted(user_ids or ()):
-        if not record.may_act_as(user_id):
-            raise forbidden(_delegation_refusal(record, user_id))
-    if public and "public" not in record.permissions:
-        raise forbidden("Writing scope 'public' documents (visible to every tenant) needs the 'public' permission.")
-    return record.key_id
+    writer = write_authority(mode, keys, headers, tenant_ids=tenant_ids, permission=permission)
+    # The rule's own predicates, each worded for the key (WriteAuthority.refusal).
+    tenant = writer.record.tenant_id
+    metas = [{"tenant_id": tenant, "tags": sorted(tags or ())}]
+    metas += [{"tenant_id": tenant, "user_id": user} for user in sorted(user_ids or ())]
+    metas += [{"tenant_id": tenant, "project_id": project} for project in sorted(projects or ())]
+    metas += [{"tenant_id": tenant, "scope": "public"}] if public else []
+    for meta in metas:
+        problem = writer.refusal(meta, complete=False)
+        if problem:
+            raise forbidden(problem)
+    return writer.key_id

@@ -13,12 +13,14 @@ Each tool's input schema is its REST request model's JSON schema (identity field
 call runs exactly the REST path: the arguments are checked strictly by the same model (the same
 ``field: problem`` messages as the 422), then the deployed wrapper's ``run_api`` runs with the
 **headers of the MCP HTTP request** that carried the call. So the identity is resolved as on REST
-(``identity.resolve_identity``): in ``api_key`` mode from the ``Authorization: Bearer`` key of that
-request, with the arguments' identity fields only able to narrow it (another tenant is a 403); in
+(``identity.resolve_identity``): in ``api_key`` and ``oidc`` modes from the ``Authorization: Bearer`` key or
+token of that request, with the arguments' identity fields only able to narrow it (another tenant is a 403); in
 ``trusted`` mode from the arguments. The access filter is then built server-side as on REST
 (docs/contract.md, "Access").
 
-Transport: Hayhooks' own MCP app (``hayhooks.server.utils.mcp_utils.create_starlette_app``). The
+Transport: Hayhooks' MCP transports (as ``hayhooks.server.utils.mcp_utils.create_starlette_app`` builds them),
+with the ``mcp`` package's DNS-rebinding protection on: the Host and Origin of every MCP request must be among
+the allowed hosts (``hayhooks_app.browser_guard``; docs/operations.md, "Hosts and browsers"). The
 server itself is ours rather than ``create_mcp_server``: Hayhooks' server calls wrappers without the
 request headers (``api_key`` mode needs the key), names tools after pipelines, and lists its
 pipeline-status and deploy/undeploy tools. This one lists only the three tools above; nothing
@@ -213,11 +215,55 @@ def create_mcp_server(registry: Any):
     return server
 
 
-def create_mcp_app(registry: Any):
-    """Hayhooks' MCP Starlette app (``/mcp``, ``/sse``, ``/messages/``) around our server."""
-    from hayhooks.server.utils.mcp_utils import create_starlette_app
+def create_mcp_app(registry: Any, security: Any = None):
+    """
+    The MCP Starlette app (``/mcp``, ``/sse``, ``/messages/``) around our server: Hayhooks' transports
+    (``hayhooks.server.utils.mcp_utils.create_starlette_app``, stateless Streamable HTTP and SSE) with their
+    DNS-rebinding protection on.
 
-    return create_starlette_app(create_mcp_server(registry))
+    :param security: The transports' ``TransportSecuritySettings`` (allowed hosts and origins:
+        ``browser_guard.AllowedHosts.mcp_security``); ``None``: loopback names only.
+    """
+    from contextlib import asynccontextmanager
+
+    from hayhooks.server.tracing import instrument_starlette_app
+    from mcp.server.sse import SseServerTransport
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+
+    if security is None:
+        from hayhooks_app.browser_guard import AllowedHosts
+
+        security = AllowedHosts().mcp_security()
+    server = create_mcp_server(registry)
+    # The transports check Host and Origin themselves too: the app's BrowserGuard is the first line, this the second.
+    sessions = StreamableHTTPSessionManager(
+        app=server, event_store=None, json_response=False, stateless=True, security_settings=security
+    )
+    sse = SseServerTransport("/messages/", security_settings=security)
+
+    async def handle_streamable_http(scope, receive, send) -> None:
+        await sessions.handle_request(scope, receive, send)
+
+    async def handle_sse(request):
+        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+            await server.run(streams[0], streams[1], server.create_initialization_options())
+
+    @asynccontextmanager
+    async def lifespan(app):
+        async with sessions.run():
+            yield
+
+    app = Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse),
+            Mount("/messages/", app=sse.handle_post_message),
+            Mount("/mcp", app=handle_streamable_http),
+        ],
+        lifespan=lifespan,
+    )
+    instrument_starlette_app(app)
+    return app
 
 
 class _AsgiEndpoint:

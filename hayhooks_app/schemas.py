@@ -179,7 +179,22 @@ class IndexDocumentIn(StrictModel):
         return self
 
 
-class IndexRequest(StrictModel):
+class _WriteCallerFields(BaseModel):
+    """
+    Who makes a write (docs/contract.md, "Write rule"): in trusted mode the caller itself (a write naming none
+    acts with the tenant's full authority); in api_key mode they narrow the key, as on a read.
+    """
+
+    user_tags: UserTags | None = Field(
+        None, description="The caller's tags: only documents whose tags it holds all of are changed."
+    )
+    user_id: Identifier | None = Field(
+        None, description="The caller's user: documents owned by another user are not changed."
+    )
+    project_id: Identifier | None = Field(None, description="The caller's project: only its project documents.")
+
+
+class IndexRequest(_WriteCallerFields, StrictModel):
     """``POST /index/run``."""
 
     documents: Annotated[list[IndexDocumentIn], Field(min_length=1, max_length=LIMITS.max_documents_per_request)] = (
@@ -198,6 +213,9 @@ class UploadForm(StrictModel):
     document_id: DocumentId | None = None
     document_name: ShortText | None = None
     files: int = Field(ge=1, le=LIMITS.max_upload_files, description="Number of uploaded files.")
+    # The caller's tags (docs/contract.md, "Write rule"); in trusted mode they name the caller, whose user and
+    # project are then the form's user_id and project_id.
+    user_tags: UserTags | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "UploadForm":
@@ -211,7 +229,7 @@ class UploadForm(StrictModel):
 
     def stream_meta(self) -> dict[str, Any]:
         """The meta every uploaded file's byte stream carries (``IndexingService.index_streams``)."""
-        return self.model_dump(exclude={"files"}, exclude_none=True)
+        return self.model_dump(exclude={"files", "user_tags"}, exclude_none=True)
 
 
 class IndexedDocument(ResultModel):
@@ -233,7 +251,7 @@ class IndexResult(ResultModel):
 DocumentIds = Annotated[list[DocumentId], Field(min_length=1, max_length=LIMITS.max_document_ids)]
 
 
-class InvalidateRequest(StrictModel):
+class InvalidateRequest(_WriteCallerFields, StrictModel):
     """``POST /invalidate/run``: remove documents (all their chunks) from the index."""
 
     tenant_id: Identifier = Field(description="Tenant owning the documents.")
@@ -265,7 +283,7 @@ class DeleteTenantResult(ResultModel):
     )
 
 
-class FlagsRequest(StrictModel):
+class FlagsRequest(_WriteCallerFields, StrictModel):
     """``POST /flags/run``: mark documents tainted and/or verified without re-embedding."""
 
     tenant_id: Identifier = Field(description="Tenant owning the documents.")

@@ -170,15 +170,16 @@ def _router(app: FastAPI, container: Any, max_bytes: int, verifier: JwtVerifier)
     router = APIRouter(tags=["sources"])
 
     def jobs_or_404(source: str) -> SourceJobs:
+        # One answer for an unknown name whether or not sources are declared, and it lists none of them: the
+        # caller is not authenticated yet (the CLI, the operator's, lists them).
+        unknown = ApiError(404, "not_found", f"No source named {source!r} is declared here (SOURCEBOUND_SOURCES).")
         jobs = app.state.source_jobs
         if jobs is None:
-            raise ApiError(
-                404, "not_found", f"No source named {source!r}: no sources are declared (SOURCEBOUND_SOURCES)."
-            )
+            raise unknown
         try:
             jobs.syncer.source(source)
-        except SourceNotFoundError as error:
-            raise ApiError(404, "not_found", str(error)) from error
+        except SourceNotFoundError:
+            raise unknown from None
         return jobs
 
     @router.post("/webhooks/github/{source}", summary="GitHub push webhook for a declared source", status_code=202)
@@ -242,7 +243,7 @@ def _router(app: FastAPI, container: Any, max_bytes: int, verifier: JwtVerifier)
         jobs = app.state.source_jobs
         job = await run_in_threadpool(jobs.job, job_id) if jobs is not None else None
         if container.settings.auth_mode != "trusted":
-            record = authenticate(container.keys, request.headers)
+            record = authenticate(container.credentials, request.headers)
             if "admin" not in record.permissions:
                 raise forbidden("Job status needs an API key with the 'admin' permission.")
             if job is not None and job["tenant_id"] != record.tenant_id:
@@ -272,6 +273,11 @@ async def _queue_once(
     if delivery is not None:
         await run_in_threadpool(jobs.state.set_delivery_job, source, delivery, job_id)
     return JSONResponse({"job_id": job_id, "status": "queued", "source": source}, status_code=202)
+
+
+def running_source_jobs() -> SourceJobs | None:
+    """The sync jobs of the serving process (``None`` without sources or outside a server)."""
+    return _current["jobs"]
 
 
 def _source_jobs(container: Any) -> SourceJobs | None:

@@ -33,7 +33,7 @@ from starlette.datastructures import Headers
 from components.core.requester import Identity
 from hayhooks_app.container import ServiceContainer, get_container
 from hayhooks_app.errors import raise_api_errors
-from hayhooks_app.identity import authorize_write, resolve_identity
+from hayhooks_app.identity import WriteAuthority, authorize_write, resolve_identity, write_authority
 from hayhooks_app.schemas import FIELD_DESCRIPTIONS
 
 
@@ -58,9 +58,24 @@ class ServiceWrapper(BasePipelineWrapper):
         """The identity of a read request (see ``identity.resolve_identity``)."""
         return resolve_identity(
             self.container.settings.auth_mode,
-            self.container.keys,
+            self.container.credentials,
             headers,
             tenant_id=getattr(request, "tenant_id", None),
+            user_tags=getattr(request, "user_tags", None),
+            user_id=getattr(request, "user_id", None),
+            project_id=getattr(request, "project_id", None),
+        )
+
+    def writer(self, headers: Headers | None, request: BaseModel, tenant_ids: set[str]) -> WriteAuthority:
+        """
+        The writer of a change to the index (``identity.write_authority``): the key id and the write rule the
+        services apply (docs/contract.md, "Write rule"); the body's caller fields narrow it.
+        """
+        return write_authority(
+            self.container.settings.auth_mode,
+            self.container.credentials,
+            headers,
+            tenant_ids=tenant_ids,
             user_tags=getattr(request, "user_tags", None),
             user_id=getattr(request, "user_id", None),
             project_id=getattr(request, "project_id", None),
@@ -78,7 +93,7 @@ class ServiceWrapper(BasePipelineWrapper):
         """Check a change to the index (see ``identity.authorize_write``); returns the key id for the records."""
         return authorize_write(
             self.container.settings.auth_mode,
-            self.container.keys,
+            self.container.credentials,
             headers,
             tenant_ids=tenant_ids,
             tags=tags,

@@ -5,6 +5,9 @@ The access rule (docs/contract.md, "Access rule"), in one place, in its two form
 * :meth:`AccessRule.allows` — the same rule checked on a retrieved document
   (defence in depth, used by :class:`components.validators.access_guard.AccessGuard`).
 
+Beside it, the write rule (docs/contract.md, "Write rule"): :class:`WriteRule` decides which documents one
+caller may write, invalidate, flag or overwrite.
+
 A chunk is visible to a request when (docs/contract.md "Access rule")
 
     (    tenant_id == request.tenant_id
@@ -36,6 +39,7 @@ visible = [d for d in documents if rule.allows(d)]
 ```
 """
 
+import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -315,3 +319,120 @@ class RequestOptionDefaults:
             default_verified_only=self.default_verified_only,
             default_exclude_tainted=self.default_exclude_tainted,
         )
+
+
+def _tag_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _optional_names(name: str, value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else tuple(value)
+    if any(not isinstance(one, str) or not one for one in names):
+        raise ValueError(f"{name} must be non-empty strings or None (no limit), got {value!r}.")
+    return tuple(sorted(set(names)))
+
+
+@dataclass(frozen=True)
+class WriteRule:
+    """
+    Which documents one caller may change (docs/contract.md, "Write rule"): a write, an invalidation, a flag
+    change or an overwrite applies to a document only when :meth:`violation` finds nothing. The same check
+    runs on a document about to be written and on the stored document it would replace; a stored document the
+    rule refuses is treated exactly like one that does not exist.
+
+    A document is writable when
+
+    * its ``tenant_id`` is one of ``tenant_ids``;
+    * its ``tags`` are all among ``tags`` (``None``: any tags);
+    * its owner (``user_id``, when set) is a user the caller may act as: one of ``user_ids`` or matching one of
+      the ``user_patterns`` (``fnmatch``, case-sensitive; ``("*",)``: any user);
+    * its ``project_id`` (when set) is among ``projects`` (``None``: any project);
+    * its scope is known, and ``public`` only when the caller holds ``public``.
+
+    :param tenant_ids: The tenants the caller writes in (an API key: its one tenant).
+    :param tags: The caller's tags; ``None`` places no limit (the tenant's operator).
+    :param user_ids: Users the caller acts as, by exact id (a user key: its user).
+    :param user_patterns: Users the caller acts as, by ``fnmatch`` pattern (a service key's grant).
+    :param projects: Projects the caller writes in; ``None`` places no limit.
+    :param public: Whether the caller may write ``public`` documents.
+
+    Usage:
+
+    ```python
+    rule = WriteRule(tenant_ids=("acme",), tags=("finance",), user_ids=("bob",))
+    rule.violation({"tenant_id": "acme", "tags": ["hr"], "scope": "user", "user_id": "alice"})
+    # "tags ['hr'] are not among the caller's tags"
+    ```
+    """
+
+    tenant_ids: tuple[str, ...]
+    tags: tuple[str, ...] | None = None
+    user_ids: tuple[str, ...] = ()
+    user_patterns: tuple[str, ...] = ()
+    projects: tuple[str, ...] | None = None
+    public: bool = False
+
+    def __post_init__(self) -> None:
+        tenants = _optional_names("tenant_ids", self.tenant_ids)
+        if not tenants:
+            raise ValueError("tenant_ids must name at least one tenant: every write is confined to its tenants.")
+        object.__setattr__(self, "tenant_ids", tenants)
+        object.__setattr__(self, "tags", _optional_names("tags", self.tags))
+        object.__setattr__(self, "user_ids", _optional_names("user_ids", self.user_ids) or ())
+        object.__setattr__(self, "user_patterns", _optional_names("user_patterns", self.user_patterns) or ())
+        object.__setattr__(self, "projects", _optional_names("projects", self.projects))
+        if not isinstance(self.public, bool):
+            raise ValueError(f"public must be a boolean, got {self.public!r}.")
+
+    @classmethod
+    def operator(cls, tenant_ids: Iterable[str] | str, public: bool = True) -> "WriteRule":
+        """The rule of a caller with the tenants' full authority (the operator's CLI, declared sources)."""
+        tenants = (tenant_ids,) if isinstance(tenant_ids, str) else tuple(tenant_ids)
+        return cls(tenant_ids=tenants, tags=None, user_patterns=("*",), projects=None, public=public)
+
+    @property
+    def unlimited(self) -> bool:
+        """Whether the rule refuses nothing within its tenants (an operator), so stored documents need no check."""
+        return self.tags is None and "*" in self.user_patterns and self.projects is None and self.public
+
+    def may_act_as(self, user_id: str) -> bool:
+        """Whether the caller may write documents owned by ``user_id``."""
+        return user_id in self.user_ids or any(fnmatch.fnmatchcase(user_id, one) for one in self.user_patterns)
+
+    def tags_outside(self, tags: Iterable[str]) -> list[str]:
+        """The tags among ``tags`` the caller does not hold (empty when it holds them all, or has no limit)."""
+        if self.tags is None:
+            return []
+        return sorted(set(_tag_list(tags)) - set(self.tags))
+
+    def allows_project(self, project_id: str | None) -> bool:
+        """Whether a document naming ``project_id`` (``None``: none) is within the caller's projects."""
+        return project_id is None or self.projects is None or project_id in self.projects
+
+    def violation(self, meta: Mapping[str, Any] | None) -> str | None:
+        """Why the caller may not change a document with this ``meta``, or ``None`` when it may."""
+        meta = meta or {}
+        scope = meta.get("scope") or "tenant"
+        if scope not in QUERY_SCOPES:
+            return f"unknown scope {scope!r}"
+        if meta.get("tenant_id") not in self.tenant_ids:
+            return f"tenant_id {meta.get('tenant_id')!r} is not the caller's tenant"
+        outside = self.tags_outside(meta.get("tags"))
+        if outside:
+            return f"tags {outside} are not among the caller's tags"
+        if self.tags is not None and not _tag_list(meta.get("tags")):
+            return "the document has no tags, so no tag-limited caller covers it"
+        owner = meta.get("user_id")
+        if owner is not None and not self.may_act_as(str(owner)):
+            return f"user_id {owner!r} is a user the caller may not act as"
+        if not self.allows_project(meta.get("project_id")):
+            return f"project_id {meta.get('project_id')!r} is not among the caller's projects"
+        if scope == "public" and not self.public:
+            return "scope 'public' documents (visible to every tenant) need the 'public' permission"
+        return None
+
+    def allows(self, meta: Mapping[str, Any] | None) -> bool:
+        """Whether the caller may change a document with this ``meta``."""
+        return self.violation(meta) is None

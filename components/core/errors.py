@@ -15,7 +15,7 @@ SourceboundError                  the one base of every error sourcebound raises
     ├── ContextError              retrieval or context formatting failed
     └── TokenBudgetExceededError  query + system prompt do not fit the model window
 
-The other errors (invalid request, not found, indexing validation, lifecycle, store, configuration,
+The other errors (invalid request, not found, a forbidden write, indexing validation, lifecycle, store, configuration,
 tag directory) derive from ``SourceboundError`` too, beside the builtin or Haystack class callers already
 catch (``ValueError``, ``LookupError``, ``DocumentStoreError``), so the HTTP layer maps them with
 ``isinstance`` (docs/contract.md, "Errors").
@@ -37,6 +37,10 @@ class LifecycleError(SourceboundError, ValueError):
 
 class InvalidRequestError(SourceboundError, ValueError):
     """A request a service refuses as it stands (e.g. two histories at once); the message names the field (422)."""
+
+
+class WriteForbiddenError(SourceboundError, PermissionError):
+    """A write the caller may not make (docs/contract.md, "Write rule"); nothing was written."""
 
 
 class NotFoundError(SourceboundError, LookupError):

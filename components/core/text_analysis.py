@@ -32,6 +32,7 @@ import regex
 from haystack import Document
 
 from components.core.language import detect_language, language_stopwords, segment_han, stem_word
+from components.core.url_credentials import strip_userinfo
 
 # The specification's citation pattern (v2, "Citation Mapping").
 SOURCE_ID_PATTERN = r"\[SourceId:\s*([a-zA-Z0-9-]+:\d+)\]"
@@ -116,11 +117,12 @@ def source_url_of(document: Document) -> str | None:
     A chunk's link for citing (docs/contract.md, "Sources"): its document's ``source_uri`` when that is an
     http(s) URL or the file's address in a declared git source (``commit_sha`` set: the operator's remote),
     else ``None`` (an upload's server-side file path is no use to a caller and says where the data lives).
+    Never with a ``user:password@`` (``components.core.url_credentials``).
     """
     meta = document.meta or {}
     uri = meta.get("source_uri")
     if isinstance(uri, str) and (uri.lower().startswith(("http://", "https://")) or meta.get("commit_sha")):
-        return uri
+        return strip_userinfo(uri)  # chunks indexed before URLs lost their credentials still show none
     return None
 
 

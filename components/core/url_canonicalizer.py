@@ -6,6 +6,8 @@ derived ``document_id``, or the same page is indexed twice and answers cite
 duplicates. :func:`canonicalize_url` makes these equal:
 
 * scheme and host in lower case, a trailing dot and the default port (80/443) dropped;
+* no userinfo (``user:password@``): a credential is not part of a page's identity and must never be shown
+  (docs/contract.md, "Sources");
 * no fragment (``#section``);
 * no tracking parameters (``utm_*``, ``gclid``, ``fbclid``, ...); the remaining
   query parameters sorted, so their order does not matter;
@@ -137,10 +139,8 @@ def canonicalize_url(url: str) -> str:
         port = parts.port
     except ValueError:
         port = None
+    # The userinfo is dropped: a credential is no part of the page's identity and never shown (contract, Sources).
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    if parts.username:
-        userinfo = parts.username + (f":{parts.password}" if parts.password else "")
-        netloc = f"{userinfo}@{netloc}"
 
     query_pairs = [
         (name, value)
@@ -158,11 +158,24 @@ def url_host(url: str) -> str | None:
     return (urlsplit(url.strip()).hostname or "").lower().rstrip(".") or None
 
 
+def url_port(url: str) -> int | None:
+    """The port an HTTP(S) URL is reached on (the scheme's default when none is given), or ``None``."""
+    if not is_http_url(url):
+        return None
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return port if port is not None else _DEFAULT_PORTS[parts.scheme.lower()]
+
+
 def parse_domain_list(domains: str | Iterable[str] | None) -> list[str]:
     """
     Normalise an allowlist given as a comma-separated string (``RAG_ALLOWLIST_DOMAINS``) or a list.
 
-    :returns: Lower-case domains without surrounding dots or whitespace; empty when no allowlist is set.
+    :returns: Lower-case domains (``host`` or ``host:port``) without surrounding dots or whitespace; empty when
+        no allowlist is set.
     """
     if domains is None:
         return []
@@ -170,15 +183,63 @@ def parse_domain_list(domains: str | Iterable[str] | None) -> list[str]:
     return [item.strip().lower().strip(".") for item in items if item and item.strip().strip(".")]
 
 
-def domain_allowed(url: str, allowed_domains: Iterable[str] | None) -> bool:
+def split_domain_entry(entry: str) -> tuple[str, int | None]:
     """
-    Whether an HTTP(S) URL's host is an allowed domain or a subdomain of one.
+    An allowlist entry as ``(host, port)``: ``docs.example.com`` -> ``("docs.example.com", None)``,
+    ``127.0.0.1:8080`` -> ``("127.0.0.1", 8080)``, ``[::1]:8080`` -> ``("::1", 8080)``.
+    """
+    entry = entry.strip().lower()
+    if entry.startswith("["):
+        host, _, rest = entry[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        return host, int(port) if port.isdigit() else None
+    host, separator, port = entry.rpartition(":")
+    if separator and port.isdigit() and ":" not in host:
+        return host.rstrip("."), int(port)
+    return entry.rstrip("."), None
 
-    An empty allowlist allows everything; values that are not HTTP(S) URLs (local
-    files, plain identifiers) have no domain and are always allowed.
+
+class DomainAllowlist:
     """
-    domains = parse_domain_list(allowed_domains)
-    host = url_host(url)
-    if not domains or host is None:
-        return True
-    return any(host == domain or host.endswith("." + domain) for domain in domains)
+    An allowlist parsed once (entries as :func:`split_domain_entry` gives them), for checking many URLs.
+
+    An entry ``host:port`` allows only that host on that port (a local test site, a service on a non-default
+    port); a plain ``host`` allows it and its subdomains on any port. An empty allowlist allows everything;
+    values that are not HTTP(S) URLs (local files, plain identifiers) have no domain and are always allowed.
+
+    :param domains: A list or a comma-separated string (``RAG_ALLOWLIST_DOMAINS``).
+    """
+
+    def __init__(self, domains: str | Iterable[str] | None) -> None:
+        self.domains = tuple(parse_domain_list(domains))
+        self.entries = tuple(split_domain_entry(entry) for entry in self.domains)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def allows(self, url: str) -> bool:
+        """Whether ``url`` is allowed (see the class docstring)."""
+        if not self.entries:
+            return True
+        host = url_host(url)
+        if host is None:
+            return True
+        port = None
+        for domain, entry_port in self.entries:
+            if entry_port is not None:
+                port = url_port(url) if port is None else port
+                if host == domain and port == entry_port:
+                    return True
+            elif host == domain or host.endswith("." + domain):
+                return True
+        return False
+
+    def lists_exactly(self, url: str) -> bool:
+        """Whether ``url``'s host itself is an entry (with its port, for a ``host:port`` entry), not a subdomain."""
+        host, port = url_host(url), url_port(url)
+        return any(host == domain and entry_port in (None, port) for domain, entry_port in self.entries)
+
+
+def domain_allowed(url: str, allowed_domains: Iterable[str] | None) -> bool:
+    """Whether an HTTP(S) URL's host is an allowed domain or a subdomain of one (see :class:`DomainAllowlist`)."""
+    return DomainAllowlist(allowed_domains).allows(url)

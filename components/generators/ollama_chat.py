@@ -28,6 +28,7 @@ import httpx
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.core.errors import LLMConnectionError, LLMTimeoutError, ModelUnavailableError, RAGServiceError
+from components.core.url_credentials import redact_url_credentials, strip_userinfo
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +52,10 @@ def _available(model: str, names: list[str]) -> bool:
 
 @contextmanager
 def ollama_errors(url: str, model: str, timeout: float) -> Iterator[None]:
-    """Translate ollama/httpx failures into the service's typed errors."""
+    """Translate ollama/httpx failures into the service's typed errors (no URL credentials in their messages)."""
     from ollama import ResponseError
 
+    url = strip_userinfo(url)  # an OLLAMA_BASE_URL password is never shown (docs/contract.md, "Errors")
     try:
         yield
     except RAGServiceError:
@@ -61,7 +63,9 @@ def ollama_errors(url: str, model: str, timeout: float) -> Iterator[None]:
     except ResponseError as error:
         if error.status_code == 404:
             raise ModelUnavailableError(f"Model '{model}' not available in Ollama. Run: ollama pull {model}") from error
-        raise LLMConnectionError(f"Ollama at {url} answered with HTTP {error.status_code}: {error.error}") from error
+        raise LLMConnectionError(
+            redact_url_credentials(f"Ollama at {url} answered with HTTP {error.status_code}: {error.error}")
+        ) from error
     except httpx.TimeoutException as error:
         raise LLMTimeoutError(
             f"Ollama at {url} did not answer within {timeout:g} s (model '{model}'); "
@@ -69,7 +73,9 @@ def ollama_errors(url: str, model: str, timeout: float) -> Iterator[None]:
         ) from error
     except (ConnectionError, httpx.TransportError) as error:
         raise LLMConnectionError(
-            f"Cannot connect to Ollama at {url}: {error}. Start Ollama (`ollama serve`) or set OLLAMA_BASE_URL."
+            redact_url_credentials(
+                f"Cannot connect to Ollama at {url}: {error}. Start Ollama (`ollama serve`) or set OLLAMA_BASE_URL."
+            )
         ) from error
 
 
@@ -169,7 +175,7 @@ class OllamaChat:
             return {
                 "backend": "ollama",
                 "model": model,
-                "url": self.url,
+                "url": strip_userinfo(self.url),
                 "reachable": False,
                 "model_available": False,
                 "error": str(error),
@@ -177,7 +183,7 @@ class OllamaChat:
         return {
             "backend": "ollama",
             "model": model,
-            "url": self.url,
+            "url": strip_userinfo(self.url),
             "reachable": True,
             "model_available": _available(model, names),
         }

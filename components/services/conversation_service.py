@@ -78,7 +78,9 @@ class ConversationNotFoundError(NotFoundError):
 
 
 def _owner(identity: Identity) -> Owner:
-    return identity.tenant_id, identity.user_id or ""
+    # The key is part of the owner: another key of the same user (other tags) must not read what this one was
+    # answered (docs/contract.md, "Conversations"); trusted mode has no key.
+    return identity.tenant_id, identity.user_id or "", identity.key_id or ""
 
 
 class ConversationService:

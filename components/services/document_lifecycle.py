@@ -4,7 +4,10 @@ Lifecycle operations on indexed documents: invalidate, taint/verify, delete a te
 Plain functions over any Haystack document store with ``delete_by_filter``,
 ``update_by_filter`` and ``count_documents_by_filter`` (the Qdrant Edge store
 has all three), used by the CLI and the REST API. Every operation is scoped to
-one tenant: a ``document_id`` of another tenant is never touched.
+one tenant: a ``document_id`` of another tenant is never touched. Given a ``writer``
+(:class:`components.core.access_rule.WriteRule`, docs/contract.md "Write rule"), :func:`invalidate` and
+:func:`set_flags` change only the documents it may write (:func:`writable_ids`) and report every other id
+exactly like an id that does not exist.
 
 * :func:`invalidate` removes all chunks of one or many documents in one store
   update, so a search right after returns zero results from them;
@@ -36,6 +39,7 @@ from typing import Any
 from haystack.document_stores.types import DocumentStore
 
 from components.caching.document_change_detector import count_by_filter
+from components.core.access_rule import WriteRule
 from components.core.document_identity import (
     document_id_problem,
     tenant_document_filter,
@@ -66,12 +70,30 @@ def _check_document_ids(document_ids: Iterable[str] | str) -> list[str]:
     return ids
 
 
+def writable_ids(store: DocumentStore, tenant_id: str, document_ids: list[str], writer: WriteRule | None) -> list[str]:
+    """
+    The ids among ``document_ids`` of ``tenant_id`` that ``writer`` may change (docs/contract.md, "Write rule"):
+    every stored chunk of such a document passes :meth:`WriteRule.violation`. Ids without chunks stay (there is
+    nothing to refuse); ``writer=None`` (the operator) keeps every id. Call it under the store's write lock, so
+    nothing changes between the check and the write.
+    """
+    if writer is None or writer.unlimited or not document_ids:
+        return list(document_ids)
+    refused = {
+        chunk.meta.get("document_id")
+        for chunk in store.filter_documents(tenant_document_filter(tenant_id, document_ids))
+        if writer.violation(chunk.meta) is not None
+    }
+    return [one for one in document_ids if one not in refused]
+
+
 def invalidate(
     store: DocumentStore,
     tenant_id: str,
     document_ids: Iterable[str] | str,
     reason: str | None = None,
     cascade_id: str | None = None,
+    writer: WriteRule | None = None,
 ) -> dict[str, Any]:
     """
     Remove every chunk of the given documents of one tenant, in one store update.
@@ -81,17 +103,24 @@ def invalidate(
     :param document_ids: One or many ``document_id`` values.
     :param reason: Why (e.g. ``upstream_taint``), recorded by the event log.
     :param cascade_id: The cascade this invalidation belongs to, echoed back.
+    :param writer: The caller's write rule; ids it may not change count as not found. ``None``: the operator.
     :returns: ``{"invalidated": documents that had chunks, "chunks_removed", "cascade_id", "reason", "tenant_id",
         "document_ids", "documents": [{"document_id", "chunks_removed"}], "not_found": [...], "at": ISO time}``.
     :raises LifecycleError: If ``tenant_id`` is missing or a ``document_id`` is malformed.
     """
     tenant_id = _check_tenant(tenant_id)
     ids = _check_document_ids(document_ids)
+    allowed = set(writable_ids(store, tenant_id, ids, writer))
     per_document = [
-        {"document_id": one, "chunks_removed": count_by_filter(store, tenant_document_filter(tenant_id, one))}
+        {
+            "document_id": one,
+            "chunks_removed": count_by_filter(store, tenant_document_filter(tenant_id, one)) if one in allowed else 0,
+        }
         for one in ids
     ]
-    removed = store.delete_by_filter(tenant_document_filter(tenant_id, ids))
+    targets = [one for one in ids if one in allowed]
+    # No call at all without a target: an empty id list must never reach the store as a filter.
+    removed = store.delete_by_filter(tenant_document_filter(tenant_id, targets)) if targets else 0
     return {
         "invalidated": sum(1 for entry in per_document if entry["chunks_removed"]),
         "chunks_removed": removed,
@@ -111,11 +140,14 @@ def set_flags(
     document_ids: Iterable[str] | str,
     tainted: bool | None = None,
     verified: bool | None = None,
+    writer: WriteRule | None = None,
 ) -> int:
     """
     Set ``tainted`` and/or ``verified`` on every chunk of the given documents, without re-embedding.
 
-    :returns: The number of chunks updated (0 when no such document exists for the tenant).
+    :param writer: The caller's write rule; documents it may not change are left as they are and counted like
+        documents that do not exist. ``None``: the operator.
+    :returns: The number of chunks updated (0 when no such document exists for the tenant or the caller).
     :raises LifecycleError: If no flag is given, a flag is not a bool, or the ids/tenant are invalid.
     """
     tenant_id = _check_tenant(tenant_id)
@@ -125,7 +157,8 @@ def set_flags(
         raise LifecycleError("set_flags needs tainted and/or verified")
     if not all(isinstance(value, bool) for value in flags.values()):
         raise LifecycleError("tainted and verified must be true or false")
-    return store.update_by_filter(tenant_document_filter(tenant_id, ids), flags)
+    targets = writable_ids(store, tenant_id, ids, writer)
+    return store.update_by_filter(tenant_document_filter(tenant_id, targets), flags) if targets else 0
 
 
 def delete_tenant(store: DocumentStore, tenant_id: str) -> int:

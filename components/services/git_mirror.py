@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from components.core.errors import SourceboundError
+from components.core.url_credentials import redact_url_credentials, strip_userinfo
 
 GIT_TIMEOUT_S = 600
 _NO_PROMPT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true", "LC_ALL": "C"}
@@ -82,9 +83,10 @@ class GitMirror:
                 env={**os.environ, **_NO_PROMPT_ENV},
             )
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise GitError(f"git {args[0]} could not run: {error}") from error
+            # The command line holds the clone URL: its credentials stay out of the message (contract, Sources).
+            raise GitError(redact_url_credentials(f"git {args[0]} could not run: {error}")) from None
         if check and completed.returncode != 0:
-            message = completed.stderr.decode("utf-8", "replace").strip()
+            message = redact_url_credentials(completed.stderr.decode("utf-8", "replace").strip())
             raise GitError(f"git {' '.join(args[:2])} failed ({completed.returncode}): {message}")
         return completed
 
@@ -188,6 +190,8 @@ def web_file_url(remote: str, commit: str, path: str, web_url: str | None = None
     configured ``web_url``, GitHub-style), else the remote URL and the path.
     """
     quoted = quote(path)
+    # A clone URL may carry a deploy token; the link every result shows must not (docs/contract.md, "Sources").
+    remote, web_url = strip_userinfo(remote), strip_userinfo(web_url) if web_url else web_url
     if web_url:
         base, host = web_url.rstrip("/"), urlsplit(web_url).hostname or ""
     else:

@@ -25,6 +25,7 @@ from urllib.request import urlopen
 
 from haystack import Pipeline
 
+from components.core.url_credentials import strip_userinfo
 from components.services.pipeline_parts import find_component
 
 GENERATOR_PROBE_SECONDS = 2.0
@@ -146,7 +147,7 @@ def introspect_generator(pipeline: Pipeline) -> dict[str, Any]:
         return {
             "backend": "ollama",
             "model": getattr(ollama, "model", None),
-            "url": url,
+            "url": strip_userinfo(url),  # /health is open: never the password (docs/contract.md, "Errors")
             "reachable": _reachable(f"{url}/api/tags"),
         }
     return {"backend": "extractive", "model": "extractive", "reachable": True}

@@ -46,6 +46,7 @@ from components.converters.html_section_converter import HTMLSectionConverter
 from components.converters.markdown_section_converter import MarkdownSectionConverter
 from components.converters.source_readers import convert_streams, stream_label
 from components.core.access_fields import IDENTITY_FIELDS
+from components.core.access_rule import WriteRule
 from components.core.document_identity import (
     COMPUTED_META_FIELDS,
     IndexingValidationError,
@@ -54,8 +55,9 @@ from components.core.document_identity import (
     normalise_tags,
     source_type_for_path,
     supported_types_text,
+    tenant_document_filter,
 )
-from components.core.errors import InsufficientStorageError, SourceboundError
+from components.core.errors import InsufficientStorageError, SourceboundError, WriteForbiddenError
 from components.routers.source_router import SourceRouter, route_for
 from components.services.pipeline_loader import load_pipeline
 from components.validators.document_identifier import DocumentIdentifier
@@ -311,11 +313,18 @@ class IndexingService:
         return self._run_batches(streams, [], force, batch_size, progress, started)
 
     def index_streams(
-        self, streams: list[ByteStream], force: bool = False, batch_size: int | None = None, progress=None
+        self,
+        streams: list[ByteStream],
+        force: bool = False,
+        batch_size: int | None = None,
+        progress=None,
+        writer: WriteRule | None = None,
     ) -> dict[str, Any]:
         """
         Index byte streams (uploads) whose meta carries ``tenant_id``, ``tags`` and a ``file_path`` or
         ``document_name`` with the file extension. Validated like files.
+
+        :param writer: The caller's write rule (see :meth:`check_writer`); ``None``: the operator.
         """
         started = time.perf_counter()
         problems: list[str] = []
@@ -326,19 +335,21 @@ class IndexingService:
                 problems.append(
                     f"{label}: {len(stream.data)} bytes is over the size limit of {self.max_file_bytes} bytes"
                 )
-        self._check_streams_and_documents(streams, [], problems, identities=not problems)
+        self._check_streams_and_documents(streams, [], problems, identities=not problems, writer=writer)
         return self._run_batches(streams, [], force, batch_size, progress, started)
 
     # ------------------------------------------------------------------ texts
 
-    def validate_texts(self, texts: list[Mapping[str, Any]]) -> list[Document]:
+    def validate_texts(self, texts: list[Mapping[str, Any]], writer: WriteRule | None = None) -> list[Document]:
         """
         Validate raw texts for indexing, writing nothing.
 
         :param texts: ``{content, tenant_id, tags, document_id?, document_name?, source_uri?, scope?, user_id?,
             project_id?, meta?}`` each.
+        :param writer: The caller's write rule (see :meth:`check_writer`); ``None``: the operator.
         :returns: The texts as Documents, ready for the pipeline.
         :raises IndexingValidationError: Naming every problem of the batch.
+        :raises WriteForbiddenError: When the writer may not write a document or replace the stored one.
         """
         problems: list[str] = []
         documents: list[Document] = []
@@ -384,19 +395,23 @@ class IndexingService:
                 problems.extend(f"{label}: {problem}" for problem in dict.fromkeys(item_problems))
                 continue
             documents.append(Document(content=content, meta=meta))
-        self._check_streams_and_documents([], documents, problems)
+        self._check_streams_and_documents([], documents, problems, writer=writer)
         return documents
 
-    def index_texts(self, texts: list[Mapping[str, Any]], force: bool = False) -> dict[str, Any]:
+    def index_texts(
+        self, texts: list[Mapping[str, Any]], force: bool = False, writer: WriteRule | None = None
+    ) -> dict[str, Any]:
         """
         Index raw texts (the REST API's ``POST /index/run`` body ``documents``).
 
+        :param writer: The caller's write rule (see :meth:`check_writer`); ``None``: the operator.
         :returns: ``{"documents", "chunks_written", "latency_ms"}``.
         :raises IndexingValidationError: If any text is bad (nothing written).
+        :raises WriteForbiddenError: If the writer may not write one of them (nothing written).
         :raises IndexingError: If the pipeline fails.
         """
         started = time.perf_counter()
-        documents = self.validate_texts(texts)
+        documents = self.validate_texts(texts, writer=writer)
         return self._run_batches([], documents, force, None, None, started)
 
     # ------------------------------------------------------------------ shared
@@ -429,10 +444,44 @@ class IndexingService:
         problems.extend(access_meta_problems(common))
         return common
 
+    def check_writer(self, identified: list[Document], writer: WriteRule) -> None:
+        """
+        Refuse a batch the writer may not write (docs/contract.md, "Write rule"): each identified document as it
+        would be written, and the stored document of the same tenant and ``document_id`` it would replace.
+
+        :param identified: ``DocumentIdentifier`` output (ids derived, access meta complete).
+        :raises WriteForbiddenError: Naming the first document refused; nothing is written.
+        """
+        ids_by_tenant: dict[str, list[str]] = {}
+        for document in identified:
+            problem = writer.violation(document.meta)
+            if problem:
+                raise WriteForbiddenError(f"document {document.meta.get('document_id')!r}: {problem}.")
+            ids = ids_by_tenant.setdefault(document.meta["tenant_id"], [])
+            if document.meta["document_id"] not in ids:
+                ids.append(document.meta["document_id"])
+        if writer.unlimited:  # the tenant check above is all it asks (the stored document has the same tenant)
+            return
+        for tenant_id, ids in ids_by_tenant.items():
+            for stored in self.document_store.filter_documents(tenant_document_filter(tenant_id, ids)):
+                if writer.violation(stored.meta) is not None:
+                    raise WriteForbiddenError(
+                        f"document_id {stored.meta.get('document_id')!r} names a document this caller may not "
+                        'replace; give this document another document_id (docs/contract.md, "Write rule").'
+                    )
+
     def _check_streams_and_documents(
-        self, streams: list[ByteStream], documents: list[Document], problems: list[str], identities: bool = True
+        self,
+        streams: list[ByteStream],
+        documents: list[Document],
+        problems: list[str],
+        identities: bool = True,
+        writer: WriteRule | None = None,
     ) -> None:
-        """Convert and identify the whole batch (no store, no model) and raise with every problem found."""
+        """
+        Convert and identify the whole batch (no model) and raise with every problem found; then, given a
+        ``writer``, check it may write the batch (the only store read).
+        """
         converted: list[Document] = []
         for position, stream in enumerate(streams):
             route = route_for(stream)
@@ -455,13 +504,16 @@ class IndexingService:
                 )
                 continue
             converted.extend(stream_documents)
+        identified: list[Document] = []
         if identities:
             try:
-                self._identifier.run(documents=[converted, documents])
+                identified = self._identifier.run(documents=[converted, documents])["documents"]
             except IndexingValidationError as error:
                 problems.extend(error.problems)
         if problems:
             raise IndexingValidationError(list(dict.fromkeys(problems)))
+        if writer is not None:
+            self.check_writer(identified, writer)
 
     def _run_batches(self, streams, documents, force, batch_size, progress, started) -> dict[str, Any]:
         results: list[dict[str, Any]] = []

@@ -11,7 +11,9 @@ indexing and lifecycle services, whoever asks (the HTTP wrappers, chat, MCP, the
   invalidation and a flag update of the same document never interleave, and leave index events.
 
 Access control is not decided here: the caller passes an already resolved ``Identity`` (and, for writes, the
-key id it checked). What is counted goes to a :class:`components.services.request_observer.RequestObserver`.
+key id it checked and its :class:`components.core.access_rule.WriteRule`, which the lifecycle and indexing
+services apply under the write lock; ``writer=None`` is the operator: bootstrap, declared sources). What is
+counted goes to a :class:`components.services.request_observer.RequestObserver`.
 
 Usage:
 
@@ -34,6 +36,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from components.core.access_rule import WriteRule
 from components.core.requester import Identity, with_identity
 from components.core.span_tags import tag_span
 from components.services import document_lifecycle
@@ -241,23 +244,34 @@ class RequestService:
                 details={"statuses": dict(Counter(str(entry.get("status")) for entry in entries))},
             )
 
-    def index_documents(self, documents: list[dict[str, Any]], key_id: str | None = None) -> dict[str, Any]:
-        """Index JSON documents (``IndexingService.index_texts``)."""
+    def index_documents(
+        self, documents: list[dict[str, Any]], key_id: str | None = None, writer: WriteRule | None = None
+    ) -> dict[str, Any]:
+        """
+        Index JSON documents (``IndexingService.index_texts``).
+
+        :param writer: The caller's write rule (docs/contract.md, "Write rule"): every document written and every
+            stored document it would replace must pass it, else nothing is written (``WriteForbiddenError``).
+        """
         started = time.perf_counter()
         with self.resources.write_lock:
-            result = as_dict(self.resources.indexing.index_texts(documents))
+            result = as_dict(self.resources.indexing.index_texts(documents, writer=writer))
         self._record_indexing(result, [d["tenant_id"] for d in documents], key_id, time.perf_counter() - started)
         return result
 
-    def index_streams(self, streams: list[Any], key_id: str | None = None) -> dict[str, Any]:
+    def index_streams(
+        self, streams: list[Any], key_id: str | None = None, writer: WriteRule | None = None
+    ) -> dict[str, Any]:
         """
         Index files given as ``ByteStream`` objects (uploads, the sample corpus) whose meta carries
         ``tenant_id``, ``tags``, a ``document_name`` or ``file_path`` with the extension, and optionally
         ``document_id``, ``scope``, ``user_id``, ``project_id`` (``IndexingService.index_streams``).
+
+        :param writer: The caller's write rule, as for :meth:`index_documents`.
         """
         started = time.perf_counter()
         with self.resources.write_lock:
-            result = as_dict(self.resources.indexing.index_streams(streams))
+            result = as_dict(self.resources.indexing.index_streams(streams, writer=writer))
         self._record_indexing(
             result, [stream.meta.get("tenant_id") for stream in streams], key_id, time.perf_counter() - started
         )
@@ -275,13 +289,22 @@ class RequestService:
         reason: str | None = None,
         cascade_id: str | None = None,
         key_id: str | None = None,
+        writer: WriteRule | None = None,
     ) -> dict[str, Any]:
-        """Remove documents from the index; records the reason and cascade id."""
+        """
+        Remove documents from the index; records the reason and cascade id.
+
+        :param writer: The caller's write rule: an id it may not change is answered as one that does not exist.
+        """
         outcome = self._locked_lifecycle(
-            document_lifecycle.invalidate, tenant_id, document_ids, reason=reason, cascade_id=cascade_id
-        )
+            document_lifecycle.invalidate, tenant_id, document_ids, reason=reason, cascade_id=cascade_id,
+            writer=writer,
+        )  # fmt: skip
         result = _normalise_invalidation(outcome, document_ids, cascade_id)
-        erase_sentence_vectors(self.data_dir, tenant_id, document_ids)
+        # Only the removed documents' vectors: a refused id's document keeps its cache (docs/contract.md, "Write rule").
+        removed_ids = _removed_ids(outcome, document_ids)
+        if removed_ids:
+            erase_sentence_vectors(self.data_dir, tenant_id, removed_ids)
         self.observer.documents_invalidated(reason, result["invalidated"], result["chunks_removed"])
         self.resources.records.log_event(
             "invalidate", tenant_id=tenant_id, key_id=key_id, document_ids=document_ids, reason=reason,
@@ -311,10 +334,15 @@ class RequestService:
         verified: bool | None = None,
         reason: str | None = None,
         key_id: str | None = None,
+        writer: WriteRule | None = None,
     ) -> dict[str, Any]:
-        """Mark documents tainted and/or verified without re-embedding."""
+        """
+        Mark documents tainted and/or verified without re-embedding.
+
+        :param writer: The caller's write rule: a document it may not change is left alone and counted as absent.
+        """
         outcome = self._locked_lifecycle(
-            document_lifecycle.set_flags, tenant_id, document_ids, tainted=tainted, verified=verified
+            document_lifecycle.set_flags, tenant_id, document_ids, tainted=tainted, verified=verified, writer=writer
         )
         updated = _count(outcome, "chunks_updated", "updated")
         for flag, value in (("tainted", tainted), ("verified", verified)):
@@ -342,6 +370,15 @@ def _count(outcome: Any, *keys: str) -> int:
                 return int(outcome[key])
         raise TypeError(f"lifecycle result {outcome!r} has none of {keys}")
     return int(outcome)
+
+
+def _removed_ids(outcome: Any, document_ids: list[str]) -> list[str]:
+    """The ids an invalidation removed chunks of (every id when the operation does not say)."""
+    if isinstance(outcome, BaseModel):
+        outcome = outcome.model_dump()
+    if isinstance(outcome, dict) and isinstance(outcome.get("documents"), list):
+        return [entry["document_id"] for entry in outcome["documents"] if entry.get("chunks_removed")]
+    return list(document_ids)
 
 
 def _normalise_invalidation(outcome: Any, document_ids: list[str], cascade_id: str | None) -> dict[str, Any]:

@@ -38,10 +38,12 @@ import os
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from components.core.url_credentials import redact_url_credentials
 from components.runtime.environment import env_int
 from components.services.source_config import SourceConfig, load_sources
 from components.services.source_sync import SourceSyncer
@@ -147,8 +149,11 @@ class SourceJobs:
     # ------------------------------------------------------------------ jobs
 
     def reconcile(self) -> list[str]:
-        """Queue a full reconcile of every source (missed pushes applied, files gone invalidated)."""
-        return [self.submit(name, "reconcile", full=True) for name in self.sources]
+        """
+        Queue a full reconcile of every git source (missed pushes applied, files gone invalidated) and a re-crawl
+        of every web source (conditional requests: unchanged pages cost a 304).
+        """
+        return [self.submit(name, "reconcile", full=config.type == "git") for name, config in self.sources.items()]
 
     def submit(self, source: str, trigger: str, full: bool = False) -> str:
         """
@@ -160,6 +165,21 @@ class SourceJobs:
         job_id = self.state.create_job(source, config.tenant_id, trigger, full=full)
         self._queue.put(True)
         return job_id
+
+    def run_and_wait(self, source: str, trigger: str, full: bool = False, poll_s: float = 0.2) -> dict[str, Any]:
+        """
+        Queue a sync of ``source`` and wait until it has run (``sourcebound sync`` beside a running server: the
+        job takes its turn behind a running one, never beside it).
+
+        :returns: The finished job (``status``, ``result``, ``error``).
+        :raises SourceNotFoundError: If no such source is declared.
+        """
+        job_id = self.submit(source, trigger, full=full)
+        while True:
+            job = self.state.job(job_id)
+            if job is None or job["status"] not in ("queued", "running"):
+                return job or {"job_id": job_id, "status": "abandoned", "result": None, "error": "the job was pruned"}
+            time.sleep(poll_s)
 
     def _work(self) -> None:
         while True:
@@ -176,12 +196,13 @@ class SourceJobs:
             report = self.syncer.sync(source, full=full)
         except Exception as error:  # recorded on the job; the commit did not advance, so it repeats
             logger.exception("Sync job %s of source %s failed.", job_id, source)
-            self.state.finish_job(job_id, error=f"{type(error).__name__}: {error}")
+            # The job's error is shown by GET /jobs/{id}: never a clone URL's credentials (contract, Sources).
+            self.state.finish_job(job_id, error=redact_url_credentials(f"{type(error).__name__}: {error}"))
         else:
             if report["indexed"] or report["removed"] or report["rejected"]:
                 logger.info(
                     "Source %s synced to %s (%s): %d indexed, %d removed, %d rejected.",
-                    source, report["to_commit"][:12], report["mode"], len(report["indexed"]),
+                    source, (report.get("to_commit") or "the site")[:12], report["mode"], len(report["indexed"]),
                     len(report["removed"]), len(report["rejected"]),
                 )  # fmt: skip
             self.state.finish_job(job_id, result=report)

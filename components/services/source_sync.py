@@ -1,7 +1,8 @@
 """
-Keeps the index in step with declared git sources (docs/contract.md, "Sources").
+Keeps the index in step with declared sources (docs/contract.md, "Sources"): git sources here, ``web`` sources
+through ``components.services.web_source_sync`` (a crawl), with the same locks, batches and callbacks.
 
-One sync of a source:
+One sync of a git source:
 
 1. fetch the branch into the source's mirror (``DATA_DIR/sources/<name>.git``);
 2. if the last indexed commit is in the new head's history, take the difference
@@ -46,8 +47,11 @@ from haystack.dataclasses import ByteStream
 from components.core.document_identity import IndexingValidationError, source_type_for_path
 from components.core.errors import SourceboundError
 from components.services.git_mirror import GitMirror, web_file_url
-from components.services.source_config import SourceConfig
+from components.services.source_config import SourceConfig, SyncError
+from components.services.web_source_sync import WebSourceSync
 from components.stores.sync_state import SyncState
+
+__all__ = ["SourceNotFoundError", "SourceSyncer", "SyncError"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +64,6 @@ class SourceNotFoundError(SourceboundError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown source"
-
-
-class SyncError(SourceboundError, RuntimeError):
-    """A sync did not complete; the last indexed commit was not advanced, so the next sync repeats it."""
 
 
 class SourceSyncer:
@@ -103,6 +103,9 @@ class SourceSyncer:
         self.batch_files = batch_files
         self.progress = progress
         self._locks: dict[str, threading.Lock] = {name: threading.Lock() for name in self.sources}
+        self.web = WebSourceSync(
+            state, index_streams, invalidate, max_file_bytes=max_file_bytes, batch_pages=batch_files, progress=progress
+        )
 
     def source(self, name: str) -> SourceConfig:
         """The declared source ``name``; :class:`SourceNotFoundError` when there is none."""
@@ -117,8 +120,8 @@ class SourceSyncer:
         return GitMirror(self.mirrors_dir / f"{source.name}.git", source.url, source.branch)
 
     def indexable(self, source: SourceConfig, path: str) -> bool:
-        """A path the source indexes: it passes the globs and has a supported file type."""
-        return source.matches(path) and source_type_for_path(path) is not None
+        """A path the source indexes: it passes the globs and has a supported file type (git sources)."""
+        return source.type == "git" and source.matches(path) and source_type_for_path(path) is not None
 
     def sync_all(self, full: bool = False) -> dict[str, dict[str, Any]]:
         """Sync every source; a failing source is reported (``error``) and the others still run."""
@@ -133,9 +136,11 @@ class SourceSyncer:
 
     def sync(self, name: str, full: bool = False) -> dict[str, Any]:
         """
-        Bring the index up to the head of source ``name`` (see the module docstring).
+        Bring the index up to the head of source ``name`` (see the module docstring); a ``web`` source is crawled
+        (``WebSourceSync.sync``, whose report it returns).
 
-        :param full: Compare the whole tree even when the last commit is an ancestor of the head.
+        :param full: Compare the whole tree even when the last commit is an ancestor of the head; for a web
+            source, request every page unconditionally.
         :returns: ``{"source", "mode" (unchanged | incremental | full), "from_commit", "to_commit", "indexed",
             "unchanged", "removed", "rejected": {path: reason}, "chunks_written", "latency_ms"}``.
         :raises SourceNotFoundError: If no such source is declared.
@@ -143,6 +148,9 @@ class SourceSyncer:
         :raises GitError: If the remote cannot be fetched.
         """
         source = self.source(name)
+        if source.type == "web":
+            with self._locks[name]:
+                return self.web.sync(source, full=full)
         with self._locks[name]:
             started = time.perf_counter()
             mirror = self.mirror(source)

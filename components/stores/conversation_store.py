@@ -5,15 +5,16 @@ with ``SOURCEBOUND_DATABASE_URL`` (every replica continues any conversation); th
 ``rag_conversation_summaries`` beside the conversations and their raw turns:
 
 ```sql
-rag_conversations          (id, tenant_id, user_id, project_id, created_at, updated_at)
+rag_conversations          (id, tenant_id, user_id, project_id, created_at, updated_at, owner_key)
 rag_conversation_messages  (id, conversation_id, role, content, created_at, summarized)
 rag_conversation_summaries (id, tenant_id, user_id, project_id, thread_id, summary_text, message_ids, created_at)
 ```
 
 ``thread_id`` is the conversation id; ``message_ids`` (JSON) lists the turns each summary folded in; the
 newest row is the conversation's summary. Every read and write of one conversation names its owner
-(tenant and user): a conversation that is not theirs reads as absent (``None``/``False``), exactly like an
-unknown one. What a request may see and when to summarise is decided by
+(tenant, user and the key that started it, ``owner_key``: the API key's id, ``""`` in trusted mode): a
+conversation that is not theirs reads as absent (``None``/``False``), exactly like an unknown one. What a
+request may see and when to summarise is decided by
 :mod:`components.services.conversation_service`.
 
 Usage:
@@ -22,9 +23,9 @@ Usage:
 from components.stores.conversation_store import ConversationStore
 
 store = ConversationStore("data/conversations.sqlite")
-store.create("conv-1", ("acme", "u-sam"), project_id=None, now=time.time())
-store.append_turn("conv-1", ("acme", "u-sam"), "How many leave days?", "27 days.", now=time.time())
-summary, pending = store.history("conv-1", ("acme", "u-sam"))
+store.create("conv-1", ("acme", "u-sam", "key-1"), project_id=None, now=time.time())
+store.append_turn("conv-1", ("acme", "u-sam", "key-1"), "How many leave days?", "27 days.", now=time.time())
+summary, pending = store.history("conv-1", ("acme", "u-sam", "key-1"))
 ```
 """
 
@@ -39,8 +40,9 @@ from components.stores.state import StateDatabase, database_url, open_state
 
 CONVERSATIONS_FILE = "conversations.sqlite"
 
-# (tenant_id, user_id): who owns a conversation; a tenant-wide caller owns as user "".
-Owner = tuple[str, str]
+# (tenant_id, user_id, owner_key): who owns a conversation; a tenant-wide caller owns as user "", trusted mode
+# (no key) as key "". Another key of the same user is another owner (docs/contract.md, "Conversations").
+Owner = tuple[str, str, str]
 # (message id, role, content) of a stored turn.
 Turn = tuple[int, str, str]
 
@@ -80,15 +82,15 @@ class ConversationStore:
 
     @staticmethod
     def _owns(connection: sa.Connection, conversation_id: str, owner: Owner, lock: bool = False) -> bool:
-        tenant_id, user_id = owner
+        tenant_id, user_id, owner_key = owner
         # FOR UPDATE (PostgreSQL): two replicas writing one conversation take turns, as one process's lock makes them.
         suffix = " FOR UPDATE" if lock and connection.dialect.name == "postgresql" else ""
         row = connection.execute(
             sa.text(
-                "SELECT 1 FROM rag_conversations WHERE id = :id AND tenant_id = :tenant_id AND user_id = :user_id"
-                + suffix
+                "SELECT 1 FROM rag_conversations WHERE id = :id AND tenant_id = :tenant_id AND user_id = :user_id "
+                "AND owner_key = :owner_key" + suffix
             ),
-            {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id},
+            {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id, "owner_key": owner_key},
         ).first()
         return row is not None
 
@@ -115,16 +117,17 @@ class ConversationStore:
         The newest summary and the unsummarised turns, oldest first; ``None`` when the conversation is not the
         owner's. One round trip: every RAG request with a conversation pays it.
         """
-        tenant_id, user_id = owner
+        tenant_id, user_id, owner_key = owner
         with self.database.connect() as connection:
             rows = connection.execute(
                 sa.text(
                     "SELECT m.id, m.role, m.content, (SELECT s.summary_text FROM rag_conversation_summaries s "
                     "WHERE s.thread_id = c.id ORDER BY s.id DESC LIMIT 1) FROM rag_conversations c "
                     "LEFT JOIN rag_conversation_messages m ON m.conversation_id = c.id AND m.summarized = 0 "
-                    "WHERE c.id = :id AND c.tenant_id = :tenant_id AND c.user_id = :user_id ORDER BY m.id"
+                    "WHERE c.id = :id AND c.tenant_id = :tenant_id AND c.user_id = :user_id "
+                    "AND c.owner_key = :owner_key ORDER BY m.id"
                 ),
-                {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id},
+                {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id, "owner_key": owner_key},
             ).all()
         if not rows:
             return None
@@ -191,15 +194,15 @@ class ConversationStore:
 
     def create(self, conversation_id: str, owner: Owner, project_id: str | None, now: float) -> None:
         """Store a new conversation owned by ``owner``."""
-        tenant_id, user_id = owner
+        tenant_id, user_id, owner_key = owner
         with self.lock, self.database.begin(immediate=True) as connection:
             connection.execute(
                 sa.text(
-                    "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at) "
-                    "VALUES (:id, :tenant_id, :user_id, :project_id, :now, :now)"
+                    "INSERT INTO rag_conversations (id, tenant_id, user_id, project_id, created_at, updated_at, "
+                    "owner_key) VALUES (:id, :tenant_id, :user_id, :project_id, :now, :now, :owner_key)"
                 ),
                 {"id": conversation_id, "tenant_id": tenant_id, "user_id": user_id, "project_id": project_id,
-                 "now": now},
+                 "now": now, "owner_key": owner_key},
             )  # fmt: skip
 
     def delete(self, conversation_id: str, owner: Owner) -> tuple[int, int] | None:
@@ -264,7 +267,7 @@ class ConversationStore:
         :returns: ``True`` when stored; ``False`` when the conversation is gone or not the owner's, or the turns
             were summarised meanwhile.
         """
-        tenant_id, user_id = owner
+        tenant_id, user_id, _ = owner
         with self.lock, self.database.begin(immediate=True) as connection:
             if not self._owns(connection, conversation_id, owner, lock=True):
                 return False

@@ -5,6 +5,8 @@ data directory by default, the shared database with ``SOURCEBOUND_DATABASE_URL``
 * ``source_state``: per source, the last commit whose changes are fully in the index;
 * ``source_files``: per source, each indexed file's path, blob id and ``document_id`` at that commit
   (what a full reconcile compares the head's tree with);
+* ``web_pages``: per web source, each indexed page's canonical URL, ``document_id``, validators (``ETag``,
+  ``Last-Modified``) and links, and how many crawls in a row missed it (:class:`WebPage`);
 * ``deliveries``: webhook delivery ids already accepted (a redelivery is a no-op; the primary key decides, so a
   delivery reaching two replicas is accepted by one);
 * ``jobs``: sync jobs and their outcome (``GET /jobs/{id}``). At most one job per source is queued; a worker
@@ -27,6 +29,7 @@ state.last_commit("handbook")  # None before the first sync
 
 import json
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,18 @@ _JOB_COLUMNS = "id, source, tenant_id, trigger, status, created_at, started_at, 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True)
+class WebPage:
+    """A page of a web source as the last crawl left it (``links``: its outgoing links, absolute)."""
+
+    url: str
+    document_id: str
+    etag: str | None = None
+    last_modified: str | None = None
+    links: tuple[str, ...] = field(default=(), repr=False)
+    missed: int = 0
 
 
 class SyncState:
@@ -116,6 +131,50 @@ class SyncState:
                 ),
                 {"source": source, "commit": commit_sha, "now": _now()},
             )
+
+    # ----------------------------------------------------------------- web pages
+
+    def web_pages(self, source: str) -> dict[str, WebPage]:
+        """The pages of web source ``source`` by canonical URL."""
+        rows = self._query(
+            "SELECT url, document_id, etag, last_modified, links, missed FROM web_pages WHERE source = :source",
+            {"source": source},
+        )
+        return {
+            url: WebPage(url, document_id, etag, last_modified, tuple(json.loads(links or "[]")), int(missed))
+            for url, document_id, etag, last_modified, links, missed in rows
+        }
+
+    def record_web_pages(self, source: str, pages: list[WebPage], removed: list[str] = ()) -> None:
+        """
+        Record pages the index now holds (or that the crawl reached: ``missed`` is as given) and forget ``removed``,
+        in one transaction; called only after the index has them (or no longer has them).
+        """
+        if not pages and not removed:
+            return
+        now = _now()
+        with self.database.begin(immediate=True) as connection:
+            if removed:
+                connection.execute(
+                    sa.text("DELETE FROM web_pages WHERE source = :source AND url = :url"),
+                    [{"source": source, "url": url} for url in removed],
+                )
+            if pages:
+                connection.execute(
+                    sa.text(
+                        "INSERT INTO web_pages (source, url, document_id, etag, last_modified, links, missed, "
+                        "crawled_at) VALUES (:source, :url, :document_id, :etag, :last_modified, :links, :missed, "
+                        ":now) ON CONFLICT (source, url) DO UPDATE SET document_id = excluded.document_id, "
+                        "etag = excluded.etag, last_modified = excluded.last_modified, links = excluded.links, "
+                        "missed = excluded.missed, crawled_at = excluded.crawled_at"
+                    ),
+                    [
+                        {"source": source, "url": page.url, "document_id": page.document_id, "etag": page.etag,
+                         "last_modified": page.last_modified, "links": json.dumps(list(page.links)),
+                         "missed": page.missed, "now": now}
+                        for page in pages
+                    ],
+                )  # fmt: skip
 
     # ----------------------------------------------------------------- deliveries
 

@@ -60,14 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """
     Entry point of the ``sourcebound`` console script. When a server holds the data directory the command runs
-    in it (``hayhooks_app.cli.server_link``), else here; a command that sets ``local_only`` always runs here.
+    in it (``hayhooks_app.cli.server_link``), else here; a command that sets ``local_only`` always runs here. A
+    command whose defaults come from this shell's environment sets ``forwarded_argv(args, argv)``: the arguments
+    that carry them to the server.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     if not getattr(args, "local_only", False):
         from hayhooks_app.cli.server_link import forward_to_server
 
-        code = forward_to_server(args, argv)
+        carry = getattr(args, "forwarded_argv", None)
+        code = forward_to_server(args, carry(args, argv) if carry else argv)
         if code is not None:
             return code
     return args.func(args)

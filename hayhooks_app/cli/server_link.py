@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 ADMIN_HEADER = "X-Sourcebound-Admin"
 # Commands that change the index run under the server's index write lock, like its HTTP routes.
-MUTATING_COMMANDS = frozenset({"index", "invalidate", "taint", "verify", "delete"})
+MUTATING_COMMANDS = frozenset({"index", "invalidate", "taint", "verify", "delete", "allowlist"})
 # Parsed arguments holding file paths: resolved against the caller's working directory, not the server's.
 PATH_ARGUMENTS = ("paths", "path", "file", "keys_file", "directory", "to_qdrant", "records_to")
 

@@ -40,7 +40,9 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPChannelError, AMQPConnectionError, ChannelClosed, ConnectionClosed, StreamLostError
 from prometheus_client import Counter
 
+from components.core.access_rule import WriteRule
 from components.core.document_identity import IndexingValidationError
+from components.core.errors import WriteForbiddenError
 from components.services.document_lifecycle import LifecycleError
 from hayhooks_app.container import ServiceContainer
 from hayhooks_app.events.messages import ROUTING_KEYS, Command, PoisonMessage, parse_event
@@ -53,7 +55,7 @@ REASON_HEADER = "x-sourcebound-reason"
 DETAIL_HEADER = "x-sourcebound-detail"
 BROKER_ERRORS = (AMQPConnectionError, AMQPChannelError, ConnectionClosed, ChannelClosed, StreamLostError)
 # Input the services refuse is permanent: retrying cannot help.
-PERMANENT_ERRORS = (IndexingValidationError, LifecycleError)
+PERMANENT_ERRORS = (IndexingValidationError, LifecycleError, WriteForbiddenError)
 # On the service's registry, so GET /metrics of a server running the consumer shows it.
 EVENTS_HANDLED = Counter(
     "rag_events",
@@ -276,6 +278,9 @@ class EventConsumer:
         failed for its own document and is retried); raises for a failure of the whole unit.
         """
         container, key_id = self.container, self.settings.identity
+        # The consumer's reach is configuration (docs/contract.md, "Events"): its tenants with full authority, and
+        # public documents only when allowed; the write rule applies it to stored documents too ("Write rule").
+        writer = WriteRule.operator(self.settings.tenants, public=self.settings.allow_public)
         fresh: dict[str, list[str]] = {}
         outcomes: dict[str, dict[str, Any]] = {}
         for command in commands:
@@ -291,7 +296,9 @@ class EventConsumer:
         if not live:
             return outcomes
         if live[0].kind == "upsert":
-            result = container.requests.index_documents([command.arguments for command in live], key_id=key_id)
+            result = container.requests.index_documents(
+                [command.arguments for command in live], key_id=key_id, writer=writer
+            )
             by_document = {(entry.get("tenant_id"), entry.get("document_id")): entry for entry in result["documents"]}
             by_id = {entry.get("document_id"): entry for entry in result["documents"]}
             for command in live:
@@ -307,7 +314,7 @@ class EventConsumer:
         (command,) = live
         ids = fresh[command.event_id]
         if command.kind == "upsert_file":
-            result = container.requests.index_streams([self._file_stream(command)], key_id=key_id)
+            result = container.requests.index_streams([self._file_stream(command)], key_id=key_id, writer=writer)
             entry = (result.get("documents") or [{}])[0]
             if entry.get("status") not in {"indexed", "unchanged"}:
                 command.last_error = str(entry.get("error", "no result"))
@@ -316,9 +323,13 @@ class EventConsumer:
             outcomes[command.event_id] = self._record(command, "applied", ids, details)
             return outcomes
         if command.kind == "invalidate":
-            result = container.requests.invalidate(command.tenant_id, ids, key_id=key_id, **command.arguments)
+            result = container.requests.invalidate(
+                command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments
+            )
         else:
-            result = container.requests.set_flags(command.tenant_id, ids, key_id=key_id, **command.arguments)
+            result = container.requests.set_flags(
+                command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments
+            )
         outcomes[command.event_id] = self._record(command, "applied", ids, result)
         return outcomes
 

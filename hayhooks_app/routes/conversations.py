@@ -30,7 +30,7 @@ def _identity(
 ) -> Identity:
     return resolve_identity(
         container.settings.auth_mode,
-        container.keys,
+        container.credentials,
         request.headers,
         tenant_id=tenant_id,
         user_tags=None,

@@ -34,7 +34,7 @@ class GlossaryLoadBody(StrictModel):
 
 def _admin(container: Any, request: Request, tenant_id: str) -> str | None:
     return authorize_write(
-        container.settings.auth_mode, container.keys, request.headers, tenant_ids={tenant_id}, permission="admin"
+        container.settings.auth_mode, container.credentials, request.headers, tenant_ids={tenant_id}, permission="admin"
     )
 
 
@@ -62,7 +62,7 @@ def glossary_routes(container: Any) -> APIRouter:
     async def show(request: Request, tenant_id: str | None = Query(None, description="Tenant (trusted mode).")) -> dict:
         identity = resolve_identity(
             container.settings.auth_mode,
-            container.keys,
+            container.credentials,
             request.headers,
             tenant_id=tenant_id,
             user_tags=None,

@@ -11,7 +11,9 @@
   const STORE_KEY = "sourcebound.apiKey";
 
   const $ = (id) => document.getElementById(id);
-  const state = { mode: "trusted", identity: {}, history: [], busy: false };
+  const SignIn = window.SourceboundSignIn;
+  // mode: "trusted", "api_key" or "oidc" (signed in with the provider); me: what the server says a token grants.
+  const state = { mode: "trusted", identity: {}, history: [], busy: false, me: null };
 
   // ---- small DOM helpers (text only) -------------------------------------------------------
   function el(tag, className, text) {
@@ -49,6 +51,7 @@
   }
 
   function identityReady() {
+    if (state.mode === "oidc") return Boolean(SignIn.session() && state.me);
     if (state.mode === "api_key") return Boolean(state.identity.key);
     return Boolean(state.identity.tenant) && (state.identity.tags || []).length > 0;
   }
@@ -56,11 +59,26 @@
   function showIdentity(open) {
     $("identity").hidden = !open;
     $("identity-toggle").setAttribute("aria-expanded", String(open));
-    if (open) (state.mode === "api_key" ? $("id-key") : $("id-tenant")).focus();
+    if (!open) return;
+    if (state.mode === "oidc") ($("sign-out").hidden ? $("sign-in") : $("sign-out")).focus();
+    else (state.mode === "api_key" ? $("id-key") : $("id-tenant")).focus();
   }
 
   function describeIdentity() {
     const id = state.identity;
+    if (state.mode === "oidc") {
+      const me = state.me;
+      const signedIn = Boolean(me && SignIn.session());
+      $("identity-toggle").textContent = signedIn ? `Identity: ${me.user_id} · ${me.tenant_id}` : "Identity: sign in";
+      $("signed-in-as").textContent = signedIn
+        ? `Signed in as ${SignIn.session().name || me.user_id} (${me.user_id}, tenant ${me.tenant_id}) · tags: ${
+            me.tags.join(", ") || "none"
+          } · may ${me.permissions.join(", ")}`
+        : "";
+      $("sign-in").hidden = signedIn;
+      $("sign-out").hidden = !signedIn;
+      return;
+    }
     let text;
     if (state.mode === "api_key") text = id.key ? "API key set" : "No API key";
     else text = id.tenant ? `${id.tenant} · ${(id.tags || []).join(", ")}` : "Set identity";
@@ -97,6 +115,7 @@
   function identityFields() {
     const id = state.identity;
     const body = {};
+    if (state.mode === "oidc") return body; // the token decides; the body could only narrow it
     if (id.tenant) body.tenant_id = id.tenant;
     if ((id.tags || []).length) body.user_tags = id.tags;
     if (id.user) body.user_id = id.user;
@@ -104,14 +123,21 @@
     return body;
   }
 
-  function authHeaders() {
+  async function authHeaders() {
+    if (state.mode === "oidc") {
+      const session = await SignIn.current(); // renewed first when it is about to expire
+      return session ? { Authorization: `Bearer ${session.token}` } : {};
+    }
     return state.mode === "api_key" && state.identity.key ? { Authorization: `Bearer ${state.identity.key}` } : {};
   }
 
   function requireIdentity(statusNode) {
     if (identityReady()) return true;
-    statusNode.textContent =
-      state.mode === "api_key" ? "Enter your API key first (Identity)." : "Set your tenant and tags first (Identity).";
+    statusNode.textContent = {
+      oidc: "Sign in first (Identity).",
+      api_key: "Enter your API key first (Identity).",
+      trusted: "Set your tenant and tags first (Identity).",
+    }[state.mode];
     showIdentity(true);
     return false;
   }
@@ -119,6 +145,8 @@
   async function errorText(response) {
     try {
       const body = await response.json();
+      // A refused token (expired, revoked, provider changed): ask to sign in again.
+      if (response.status === 401 && state.mode === "oidc") SignIn.expire(body.message || "Sign in again.");
       if (body && body.message) return `${body.error || response.status}: ${body.message}`;
     } catch (_) {
       /* not JSON */
@@ -379,7 +407,7 @@
     try {
       const response = await fetch("/v1/chat/completions", {
         method: "POST",
-        headers: { "Content-Type": "application/json", ...authHeaders() },
+        headers: { "Content-Type": "application/json", ...(await authHeaders()) },
         body: JSON.stringify({ model: "rag", stream: true, messages, ...identityFields() }),
       });
       if (!response.ok) throw new Error(await errorText(response));
@@ -447,7 +475,7 @@
     try {
       const response = await fetch("/search/run", {
         method: "POST",
-        headers: { "Content-Type": "application/json", ...authHeaders() },
+        headers: { "Content-Type": "application/json", ...(await authHeaders()) },
         body: JSON.stringify(body),
       });
       if (!response.ok) throw new Error(await errorText(response));
@@ -495,16 +523,18 @@
     const status = item.querySelector(".file-status");
     status.textContent = "uploading…";
     item.dataset.status = "uploading";
-    const id = state.identity;
+    const me = state.mode === "oidc" ? state.me : null;
+    const id = me ? { tenant: me.tenant_id, tags: me.tags, user: me.user_id } : state.identity;
+    const scope = $("upload-scope").value;
     const form = new FormData();
     form.append("files", file, file.name);
     form.append("tenant_id", id.tenant || "");
     form.append("tags", $("upload-tags").value || (id.tags || []).join(","));
-    form.append("scope", $("upload-scope").value);
-    if (id.user) form.append("user_id", id.user);
+    form.append("scope", scope);
+    if (id.user && (!me || scope !== "tenant")) form.append("user_id", id.user);
     if (id.project) form.append("project_id", id.project);
     try {
-      const response = await fetch("/index/upload", { method: "POST", headers: authHeaders(), body: form });
+      const response = await fetch("/index/upload", { method: "POST", headers: await authHeaders(), body: form });
       if (!response.ok) throw new Error(await errorText(response));
       const document_ = (await response.json()).result.documents[0] || { status: "error", error: "no result" };
       item.dataset.status = document_.status;
@@ -552,12 +582,65 @@
 
   // ---- start ---------------------------------------------------------------------------------
   function applyMode(mode) {
-    state.mode = mode === "api_key" ? "api_key" : "trusted";
+    state.mode = ["api_key", "oidc"].includes(mode) ? mode : "trusted";
     document.body.dataset.mode = state.mode;
-    $("mode-badge").textContent = state.mode === "api_key" ? "API-key mode" : "trusted mode";
-    for (const node of document.querySelectorAll("#identity [data-mode]")) node.hidden = node.dataset.mode !== state.mode;
+    $("mode-badge").textContent = { oidc: "organisation sign-in", api_key: "API-key mode", trusted: "trusted mode" }[
+      state.mode
+    ];
+    for (const node of document.querySelectorAll("#identity [data-mode]")) {
+      node.hidden = !node.dataset.mode.split(" ").includes(state.mode);
+    }
     describeIdentity();
     if (!identityReady()) showIdentity(true);
+  }
+
+  // ---- organisation sign-in (sign_in.js) -------------------------------------------------------
+  // What the server grants the current token (tenant, user, tags, permissions): shown, and used for uploads.
+  async function loadGrant() {
+    state.me = null;
+    const headers = await authHeaders();
+    if (headers.Authorization) {
+      const response = await fetch("/auth/me", { headers });
+      if (response.ok) state.me = await response.json();
+      else $("sign-in-status").textContent = await errorText(response);
+    }
+    describeIdentity();
+    if (!$("upload-tags").value && state.me) $("upload-tags").value = state.me.tags.join(", ");
+  }
+
+  function signInChanged(session, reason) {
+    if (!session) {
+      state.me = null;
+      $("sign-in-status").textContent = reason;
+      describeIdentity();
+      showIdentity(true);
+    } else if (state.me) {
+      loadGrant(); // a renewed token may carry other groups: show what the server grants now
+    }
+  }
+
+  async function startSignIn(config) {
+    // Every mode with oidc signs people in at the provider; API keys (oidc,api_key) are for services.
+    const oidc = config.oidc || {};
+    if (!oidc.sign_in) {
+      $("sign-in").disabled = true;
+      $("sign-in-status").textContent =
+        oidc.error || "Sign-in is not configured on this server (SOURCEBOUND_OIDC_CLIENT_ID); ask its operator.";
+      return;
+    }
+    SignIn.configure(oidc, signInChanged);
+    $("sign-in").addEventListener("click", () =>
+      SignIn.begin().catch((error) => ($("sign-in-status").textContent = error.message)),
+    );
+    $("sign-out").addEventListener("click", () => SignIn.signOut());
+    let returned = false;
+    try {
+      returned = await SignIn.completeRedirect();
+    } catch (error) {
+      $("sign-in-status").textContent = error.message;
+    }
+    if (SignIn.session()) await loadGrant();
+    if (returned && identityReady()) showIdentity(false);
   }
 
   async function start() {
@@ -575,14 +658,19 @@
       if (event.key === "Escape") hideTooltip();
     });
     wireDropZone();
-    let mode = "trusted";
+    let config = { auth_mode: "trusted" };
     try {
-      const health = await (await fetch("/health")).json();
-      mode = health.auth_mode || mode;
+      config = await (await fetch("/auth/config")).json();
     } catch (_) {
       /* the page still works in trusted mode */
     }
+    const methods = String(config.auth_mode || "trusted").split(",");
+    // People sign in at the provider; with oidc,api_key and no sign-in configured, the page takes a key instead.
+    const configured = Boolean(config.oidc && config.oidc.sign_in);
+    const signIn = methods.includes("oidc") && (configured || !methods.includes("api_key"));
+    const mode = signIn ? "oidc" : methods.includes("api_key") ? "api_key" : "trusted";
     applyMode(mode);
+    if (mode === "oidc") await startSignIn(config);
     document.body.dataset.ready = "true";
   }
 

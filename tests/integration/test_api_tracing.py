@@ -30,9 +30,9 @@ QUERY = "How many quokka vouchers does a Zanzibar courier receive?"
 CONTENT_MARKERS = (QUERY, DOCUMENT_TEXT.split(". ")[0], "quokka", "zanzibar", "ninety days")
 SEARCH_COMPONENTS = {
     "access_filter", "expander", "embedder", "planner", "router", "hybrid_retriever", "selector", "similarity", "guard",
-    "results",
+    "domain_allowlist", "results",
 }  # fmt: skip
-RAG_STEPS = ("retriever", "similarity", "guard", "dedup", "limiter", "budgeter")
+RAG_STEPS = ("retriever", "similarity", "guard", "domain_allowlist", "dedup", "limiter", "budgeter")
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +130,9 @@ class TestSearchTrace:
         assert guard["sourcebound.documents.in"] == similarity["sourcebound.documents.out"]
         assert guard["sourcebound.access.violations"] == 0
         assert guard["sourcebound.documents.out"] == len(result["results"]) >= 1
+        allowlist = components["domain_allowlist"].attributes  # no RAG_ALLOWLIST_DOMAINS: every result passes
+        assert allowlist["sourcebound.documents.in"] == allowlist["sourcebound.documents.out"] == len(result["results"])
+        assert allowlist["sourcebound.allowlist.excluded"] == 0
         assert components["results"].attributes["sourcebound.tokens.context"] == result["tokens_used"]
         assert run.attributes["sourcebound.results"] == len(result["results"])
         assert (

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 PRE_STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state" / "pre_state_layer"
 HEADS = {"keys": "keys_0001", "tags": "tags_0001", "records": "records_0001", "glossary": "glossary_0001",
-         "conversations": "conversations_0001", "sources": "sources_0002"}  # fmt: skip
+         "conversations": "conversations_0002", "sources": "sources_0003"}  # fmt: skip
 ALICE = Identity(tenant_id="acme", user_tags=("hr",), user_id="u-alice")
 
 

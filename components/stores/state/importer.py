@@ -39,7 +39,7 @@ STORE_FILES = {
         "conversations.sqlite",
         ("rag_conversations", "rag_conversation_messages", "rag_conversation_summaries"),
     ),
-    "sources": ("sources.sqlite", ("source_state", "source_files", "deliveries", "jobs")),
+    "sources": ("sources.sqlite", ("source_state", "source_files", "web_pages", "deliveries", "jobs")),
 }
 _BATCH_ROWS = 1000
 _IMPORT_LOCK_KEY = 0x5B0057A7F

@@ -12,12 +12,14 @@ class PipelineWrapper(ServiceWrapper):
     @takes(FlagsRequest, returns=FlagsResult)
     def run_api(self, request: FlagsRequest, headers: Headers | None) -> dict:
         """Set or clear the tainted / verified flags of documents (search filters use them)."""
-        key_id = self.authorize_write(headers, tenant_ids={request.tenant_id})
+        writer = self.writer(headers, request, {request.tenant_id})
+        # Documents the caller may not write are left alone and counted as absent (docs/contract.md, "Write rule").
         return self.container.requests.set_flags(
             request.tenant_id,
             request.document_ids,
             tainted=request.tainted,
             verified=request.verified,
             reason=request.reason,
-            key_id=key_id,
+            key_id=writer.key_id,
+            writer=writer.rule,
         )

@@ -13,11 +13,8 @@ class PipelineWrapper(ServiceWrapper):
     def run_api(self, request: IndexRequest, headers: Headers | None) -> dict:
         """Index documents: chunk, embed and write them; unchanged content is skipped."""
         documents = [document.model_dump(exclude_none=True) for document in request.documents]
-        key_id = self.authorize_write(
-            headers,
-            tenant_ids={document.tenant_id for document in request.documents},
-            tags={tag for document in request.documents for tag in document.tags},
-            user_ids={document.user_id for document in request.documents if document.user_id},
-            public=any(document.scope == "public" for document in request.documents),
-        )
-        return self.container.requests.index_documents(documents, key_id=key_id)
+        writer = self.writer(headers, request, {document.tenant_id for document in request.documents})
+        # The documents as written first (a 403 worded for the key); the service checks again, with the stored
+        # documents they would replace (docs/contract.md, "Write rule").
+        writer.check_documents(documents)
+        return self.container.requests.index_documents(documents, key_id=writer.key_id, writer=writer.rule)

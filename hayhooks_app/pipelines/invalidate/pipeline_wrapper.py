@@ -12,7 +12,13 @@ class PipelineWrapper(ServiceWrapper):
     @takes(InvalidateRequest, returns=InvalidateResult)
     def run_api(self, request: InvalidateRequest, headers: Headers | None) -> dict:
         """Invalidate documents: every chunk of each is removed; the reason and cascade id are recorded."""
-        key_id = self.authorize_write(headers, tenant_ids={request.tenant_id})
+        writer = self.writer(headers, request, {request.tenant_id})
+        # Ids the caller may not write are answered as ids that do not exist (docs/contract.md, "Write rule").
         return self.container.requests.invalidate(
-            request.tenant_id, request.document_ids, reason=request.reason, cascade_id=request.cascade_id, key_id=key_id
+            request.tenant_id,
+            request.document_ids,
+            reason=request.reason,
+            cascade_id=request.cascade_id,
+            key_id=writer.key_id,
+            writer=writer.rule,
         )

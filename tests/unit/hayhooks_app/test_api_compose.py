@@ -91,6 +91,17 @@ class TestComposeFile:
         assert env["SOURCEBOUND_RAG_PIPELINE"] == "query_ollama"
         assert env["HAYHOOKS_HOST"] == "0.0.0.0"
         assert "api_key" in env["SOURCEBOUND_AUTH_MODE"]
+        assert "SOURCEBOUND_ALLOWED_HOSTS" in env  # the names clients use, passed through (default: loopback only)
+
+    def test_the_image_defaults_to_api_key_mode(self):
+        # It listens on 0.0.0.0: run without compose, the key still decides who is asking (trusted is an opt-in).
+        dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+        env_block = dockerfile[dockerfile.index("ENV HAYHOOKS_HOST=0.0.0.0") :].split("\n\n")[0]
+        assert "SOURCEBOUND_AUTH_MODE=api_key" in env_block
+
+    def test_the_proxy_probes_health_by_an_allowed_host(self):
+        caddyfile = (REPO / "deploy" / "Caddyfile").read_text(encoding="utf-8")
+        assert "health_headers" in caddyfile and "Host localhost" in caddyfile
 
     def test_jaeger_receives_the_apps_traces(self):
         jaeger = SERVICES["jaeger"]

@@ -22,7 +22,7 @@ def client(tmp_path, monkeypatch):
     from hayhooks_app.app import create_application
 
     settings = Settings(data_dir=tmp_path, limits=Limits(max_request_bytes=64 * 1024, max_upload_bytes=32 * 1024))
-    return TestClient(create_application(settings), raise_server_exceptions=False)
+    return TestClient(create_application(settings), base_url="http://localhost", raise_server_exceptions=False)
 
 
 def _error(response, status, error_type=None):

@@ -16,7 +16,9 @@ from hayhooks_app.config import Settings
 @pytest.fixture
 def client(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCEBOUND_DATA_DIR", str(tmp_path))
-    return TestClient(create_application(Settings(data_dir=tmp_path)), raise_server_exceptions=False)
+    return TestClient(
+        create_application(Settings(data_dir=tmp_path)), base_url="http://localhost", raise_server_exceptions=False
+    )
 
 
 @pytest.mark.unit
@@ -29,6 +31,15 @@ class TestWebPage:
         assert page.headers["x-content-type-options"] == "nosniff"
         assert client.head("/").status_code == 200
         assert '<script src="/web/app.js"' in page.text
+
+    def test_assets_carry_the_pages_security_headers(self, client):
+        page_policy = client.get("/").headers["content-security-policy"]
+        for asset in ("/web/app.js", "/web/app.css", "/web/index.html"):
+            response = client.get(asset)
+            assert response.status_code == 200, asset
+            assert response.headers["content-security-policy"] == page_policy, asset
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert response.headers["referrer-policy"] == "no-referrer"
 
     def test_assets_under_web_and_nothing_else(self, client):
         assert client.get("/web/app.js").headers["content-type"].startswith("text/javascript")
@@ -50,9 +61,10 @@ class TestWebPage:
             assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text, re.IGNORECASE), path.name
 
     def test_script_never_writes_html(self):
-        script = (WEB_DIR / "app.js").read_text(encoding="utf-8")
-        for call in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-            assert call not in script, call
+        for path in WEB_DIR.glob("*.js"):
+            script = path.read_text(encoding="utf-8")
+            for call in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+                assert call not in script, (path.name, call)
 
     def test_every_element_the_script_uses_exists(self):
         page = (WEB_DIR / "index.html").read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ import itertools
 import pytest
 from haystack import Document
 
-from components.core.access_rule import AccessRule
+from components.core.access_rule import AccessRule, WriteRule
 
 
 def _corpus() -> list[Document]:
@@ -160,6 +160,63 @@ def _server_store(tmp_path):
     from components.document_stores.qdrant_server import TenantQdrantDocumentStore
 
     return TenantQdrantDocumentStore(local_location=str(tmp_path / "qdrant-local"), index="rule", embedding_dim=8)
+
+
+def _meta(**fields):
+    return {"tenant_id": "acme", "tags": ["hr"], "scope": "tenant", **fields}
+
+
+@pytest.mark.unit
+class TestWriteRule:
+    """docs/contract.md, "Write rule": tags cover, owner actable, project within, public with the permission."""
+
+    def test_init_normalises_and_validates(self):
+        rule = WriteRule(tenant_ids=("acme", "acme"), tags=("hr", "finance", "hr"), user_ids=("bob",))
+        assert rule.tenant_ids == ("acme",) and rule.tags == ("finance", "hr") and rule.projects is None
+        for bad in ({"tenant_ids": ()}, {"tenant_ids": ("",)}, {"tenant_ids": ("acme",), "tags": ("",)},
+                    {"tenant_ids": ("acme",), "public": "yes"}):  # fmt: skip
+            with pytest.raises(ValueError):
+                WriteRule(**bad)
+
+    def test_tags_must_all_be_held(self):
+        rule = WriteRule(tenant_ids=("acme",), tags=("finance",))
+        assert rule.violation(_meta(tags=["finance"])) is None
+        assert "['hr']" in rule.violation(_meta(tags=["hr", "finance"]))
+        assert rule.violation(_meta(tags=[])) is not None  # a tag-limited caller covers no untagged document
+        assert WriteRule.operator("acme").violation(_meta(tags=["anything"])) is None
+
+    def test_tenant_and_scope(self):
+        rule = WriteRule.operator("acme")
+        assert "tenant" in rule.violation(_meta(tenant_id="globex"))
+        assert "scope" in rule.violation(_meta(scope="everyone"))
+
+    def test_owner_must_be_a_user_the_caller_acts_as(self):
+        bob = WriteRule(tenant_ids=("acme",), tags=("hr",), user_ids=("bob",))
+        assert bob.violation(_meta(scope="user", user_id="bob")) is None
+        assert "alice" in bob.violation(_meta(scope="user", user_id="alice"))
+        assert bob.violation(_meta()) is None  # tenant documents have no owner
+        service = WriteRule(tenant_ids=("acme",), tags=("hr",), user_patterns=("u-acme-*",))
+        assert service.allows(_meta(scope="user", user_id="u-acme-eva"))
+        assert not service.allows(_meta(scope="user", user_id="u-globex-eva"))
+        tenant_key = WriteRule(tenant_ids=("acme",), tags=("hr",))
+        assert not tenant_key.allows(_meta(scope="user", user_id="bob"))
+        # An exact user id is not a pattern: a user key of user "*" acts for "*" only.
+        star = WriteRule(tenant_ids=("acme",), tags=("hr",), user_ids=("*",))
+        assert star.allows(_meta(scope="user", user_id="*")) and not star.allows(_meta(scope="user", user_id="bob"))
+
+    def test_projects_and_public(self):
+        p1 = WriteRule(tenant_ids=("acme",), tags=("hr",), user_ids=("bob",), projects=("p1",))
+        assert p1.allows(_meta(scope="project", project_id="p1", user_id="bob"))
+        assert "p2" in p1.violation(_meta(scope="project", project_id="p2", user_id="bob"))
+        assert "public" in p1.violation(_meta(scope="public"))
+        assert WriteRule(tenant_ids=("acme",), tags=("hr",), public=True).allows(_meta(scope="public"))
+
+    @pytest.mark.parametrize("scope", ["tenant", "user", "project", "public"])
+    def test_the_operator_writes_everything_of_its_tenants(self, scope):
+        meta = _meta(scope=scope, user_id="anyone", project_id="p9", tags=["x", "y"])
+        assert WriteRule.operator(["acme", "globex"]).allows(meta) and WriteRule.operator("acme").unlimited
+        assert not WriteRule(tenant_ids=("acme",), tags=("hr",), user_patterns=("*",), public=True).unlimited
+        assert not WriteRule.operator("acme", public=False).allows(_meta(scope="public"))
 
 
 @pytest.mark.integration

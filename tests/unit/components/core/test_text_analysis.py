@@ -159,6 +159,11 @@ class TestLinksBack:
         )
         assert source_url_of(web) == "https://help.example.com/a"
         assert source_url_of(upload) is None
+        # A chunk stored with a credential in its URL (before sources lost them) still links without it.
+        legacy = Document(
+            content="x", meta={"source_uri": "https://deploy:TOKEN@git.example/h/a.md", "commit_sha": "c"}
+        )
+        assert source_url_of(legacy) == "https://git.example/h/a.md"
         assert source_url_of(synced) == "file:///srv/git/h.git/a.md"
         assert source_title_of(synced) == "A" and source_title_of(web) == "d1"
 

@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.core.url_canonicalizer import (
+    DomainAllowlist,
     canonicalize_url,
     domain_allowed,
     is_http_url,
@@ -106,3 +107,27 @@ class TestDomains:
     def test_empty_allowlist_and_local_sources_are_allowed(self):
         assert domain_allowed("https://anything.org", None)
         assert domain_allowed("file:///tmp/a.html", ["example.com"])
+
+
+@pytest.mark.unit
+class TestDomainAllowlist:
+    def test_host_and_port_entries(self):
+        allowlist = DomainAllowlist("docs.example.com, 127.0.0.1:8080, [::1]:9000")
+        assert allowlist.domains == ("docs.example.com", "127.0.0.1:8080", "[::1]:9000")
+        assert allowlist.allows("http://127.0.0.1:8080/a")
+        assert not allowlist.allows("http://127.0.0.1:8081/a")  # another port is another site
+        assert allowlist.allows("http://[::1]:9000/") and not allowlist.allows("http://[::1]:9001/")
+        assert allowlist.allows("https://docs.example.com:8443/a")  # a plain host: any port
+        assert allowlist.allows("https://v2.docs.example.com/a") and not allowlist.allows("https://example.com/")
+        assert DomainAllowlist(["example.com:443"]).allows("https://example.com/x")  # the default port counts
+        assert not DomainAllowlist(["example.com:443"]).allows("http://example.com/x")
+
+    def test_lists_exactly(self):
+        allowlist = DomainAllowlist(["example.com", "127.0.0.1:8080"])
+        assert allowlist.lists_exactly("https://example.com/a")
+        assert not allowlist.lists_exactly("https://docs.example.com/a")
+        assert allowlist.lists_exactly("http://127.0.0.1:8080/") and not allowlist.lists_exactly("http://127.0.0.1/")
+
+    def test_empty_allows_everything(self):
+        assert not DomainAllowlist("") and DomainAllowlist(None).allows("https://anything.org/")
+        assert domain_allowed("http://localhost:1/x", "localhost:1")

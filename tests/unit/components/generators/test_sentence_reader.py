@@ -312,7 +312,7 @@ def reading_step(tmp_path_factory) -> Pipeline:
 
 
 def _read(pipeline: Pipeline, query: str, *chunks: str, document_name: str | None = None) -> dict:
-    # ``document_name``: what the indexed chunk's contextual header would name (docs/contract.md, "Retrieval quality controls").
+    # ``document_name``: what the chunk's contextual header names (docs/contract.md, "Documents, chunks and SourceIds").
     named = {"document_name": document_name} if document_name else {}
     documents = [
         Document(

@@ -22,6 +22,8 @@ SAM = Identity("acme", ("hr",), "u-sam")
 EVA = Identity("acme", ("hr",), "u-eva")
 GLOBEX_SAM = Identity("globex", ("hr",), "u-sam")
 TENANT_ONLY = Identity("acme", ("hr",))
+SAM_BY_KEY = Identity("acme", ("hr",), "u-sam", key_id="key-sam-hr")
+SAM_OTHER_KEY = Identity("acme", ("finance",), "u-sam", key_id="key-sam-finance")  # the same user, other tags
 
 
 def service(tmp_path, summarizer=None, **settings):
@@ -135,6 +137,17 @@ class TestConversationService:
                     raised.value
                 )
         assert len(conversations.get(conversation_id, SAM)["messages"]) == 2
+
+    def test_another_key_of_the_same_user_gets_not_found(self, tmp_path):
+        conversations = service(tmp_path)
+        conversation_id = conversations.create(SAM_BY_KEY)["conversation_id"]
+        conversations.record_turn(conversation_id, SAM_BY_KEY, "Salary bands?", "Band C.")
+        for stranger in (SAM_OTHER_KEY, SAM):  # another key, and the same user without a key (trusted mode)
+            with pytest.raises(ConversationNotFoundError):
+                conversations.get(conversation_id, stranger)
+            with pytest.raises(ConversationNotFoundError):
+                conversations.history(conversation_id, stranger)
+        assert len(conversations.get(conversation_id, SAM_BY_KEY)["messages"]) == 2
 
     def test_chat_history_with_a_conversation_is_refused(self, tmp_path):
         conversations = service(tmp_path)

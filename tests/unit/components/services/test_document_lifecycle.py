@@ -3,9 +3,17 @@
 import pytest
 from support.indexing_support import stored_chunk, unit_vector
 
+from components.core.access_rule import WriteRule
 from components.core.document_identity import tenant_document_filter
 from components.retrievers.qdrant_edge import QdrantEdgeEmbeddingRetriever
-from components.services.document_lifecycle import LifecycleError, delete_tenant, invalidate, set_flags, stats
+from components.services.document_lifecycle import (
+    LifecycleError,
+    delete_tenant,
+    invalidate,
+    set_flags,
+    stats,
+    writable_ids,
+)
 
 
 @pytest.fixture
@@ -94,3 +102,56 @@ class TestDocumentLifecycle:
         acme = stats(store, "acme")
         assert (acme["chunks"], acme["documents"], acme["verified_chunks"], acme["tokens"]) == (5, 2, 2, 25)
         assert acme["source_types"] == {"text": 2}
+
+
+@pytest.fixture
+def owned_store(module_store):
+    """acme: alice's private document (hr), a tenant document (hr + finance), a public one, a p2 project one."""
+    module_store.delete_all_documents()
+    module_store.write_documents(
+        [stored_chunk("alice-notes", index, scope="user", user_id="alice") for index in range(2)]
+        + [stored_chunk("budget", 0, tags=["hr", "finance"])]
+        + [stored_chunk("public-faq", 0, scope="public")]
+        + [stored_chunk("p2-plan", 0, scope="project", project_id="p2", user_id="bob")]
+    )
+    return module_store
+
+
+@pytest.mark.integration
+class TestWriteRuleInTheLifecycle:
+    """docs/contract.md, "Write rule": ids the writer may not change read exactly like ids that do not exist."""
+
+    BOB = WriteRule(tenant_ids=("acme",), tags=("hr",), user_ids=("bob",), projects=("p1",))
+
+    def test_writable_ids_keeps_what_the_writer_may_change(self, owned_store):
+        ids = ["alice-notes", "budget", "public-faq", "p2-plan", "missing"]
+        assert writable_ids(owned_store, "acme", ids, self.BOB) == ["missing"]
+        operator = WriteRule.operator("acme")
+        assert writable_ids(owned_store, "acme", ids, operator) == ids and writable_ids(owned_store, "acme", ids, None)
+        hr_finance = WriteRule(tenant_ids=("acme",), tags=("finance", "hr"))
+        assert writable_ids(owned_store, "acme", ids, hr_finance) == ["budget", "missing"]
+
+    def test_refused_ids_are_answered_as_missing_ones(self, owned_store):
+        refused = invalidate(owned_store, "acme", ["alice-notes"], writer=self.BOB)
+        missing = invalidate(owned_store, "acme", ["nowhere"], writer=self.BOB)
+        shape = lambda result: {key: value for key, value in result.items() if key not in ("at", "document_ids")}  # noqa: E731
+        assert shape(refused) == {**shape(missing), "documents": [{"document_id": "alice-notes", "chunks_removed": 0}],
+                                  "not_found": ["alice-notes"]}  # fmt: skip
+        assert (refused["invalidated"], refused["chunks_removed"]) == (0, 0)
+        assert (
+            set_flags(owned_store, "acme", ["alice-notes", "public-faq", "p2-plan"], tainted=True, writer=self.BOB) == 0
+        )
+        assert owned_store.count_documents() == 5
+        assert not any(doc.meta["tainted"] for doc in owned_store.filter_documents())
+
+    def test_writable_documents_change_and_the_rest_stay(self, owned_store):
+        alice = WriteRule(tenant_ids=("acme",), tags=("hr",), user_ids=("alice",))
+        result = invalidate(owned_store, "acme", ["alice-notes", "budget", "public-faq"], writer=alice)
+        assert (result["invalidated"], result["chunks_removed"], result["not_found"]) == (
+            1,
+            2,
+            ["budget", "public-faq"],
+        )
+        publisher = WriteRule(tenant_ids=("acme",), tags=("hr",), public=True)
+        assert set_flags(owned_store, "acme", ["public-faq", "budget"], verified=True, writer=publisher) == 1
+        assert owned_store.count_documents() == 3

@@ -1,5 +1,7 @@
 """The git mirror over the real git binary: fetch, force-push detection, renames, trees, blobs, web links."""
 
+import os
+
 import pytest
 from support.git_repos import GitRepo
 
@@ -65,6 +67,25 @@ class TestWebFileUrl:
     )
     def test_links(self, remote, expected):
         assert web_file_url(remote, "abc", "docs/a b.md") == expected
+
+    def test_links_never_carry_the_clone_urls_credentials(self):
+        link = web_file_url("https://deploy:TOKEN@git.example/acme/handbook.git", "abc", "a.md")
+        assert link == "https://git.example/acme/handbook.git/a.md"
+        github = web_file_url("https://x-access-token:TOKEN@github.com/acme/handbook.git", "abc", "a.md")
+        assert github == "https://github.com/acme/handbook/blob/abc/a.md"
+
+    def test_git_errors_never_quote_the_credentials(self, tmp_path, monkeypatch):
+        # A git that quotes its whole command line in its error (older versions and some helpers do).
+        fake = tmp_path / "bin" / "git"
+        fake.parent.mkdir()
+        fake.write_text('#!/bin/sh\ncase "$*" in *fetch*) echo "fatal: could not read from $*" >&2; exit 128;; esac\n')
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+        mirror = GitMirror(tmp_path / "m.git", "http://deploy:TOKEN@git.example/acme/handbook.git", "main")
+        with pytest.raises(GitError) as raised:
+            mirror.fetch()
+        assert "git.example/acme/handbook.git" in str(raised.value)
+        assert "TOKEN" not in str(raised.value) and "deploy" not in str(raised.value)
 
     def test_configured_web_url(self):
         assert (

@@ -83,3 +83,26 @@ class TestSourceJobs:
         assert (event["event"], event["tenant_id"]) == ("index", "acme")
         records.close()
         indexing.close()
+
+
+@pytest.mark.unit
+class TestReconcile:
+    def test_git_sources_reconcile_in_full_and_web_sources_recrawl_conditionally(self, tmp_path):
+        from components.services.source_config import parse_sources
+
+        sources = parse_sources(
+            {"sources": [
+                {"name": "handbook", "url": "file:///nowhere.git", "tenant_id": "acme", "tags": ["eng"]},
+                {"name": "docs-site", "type": "web", "start_urls": ["https://docs.acme.internal/"],
+                 "allowed_domains": ["docs.acme.internal"], "tenant_id": "acme", "tags": ["eng"]},
+            ]}
+        )  # fmt: skip
+        jobs = SourceJobs(sources, 0, tmp_path, index_streams=None, invalidate=None, max_file_bytes=1, retention_days=1)
+        try:
+            jobs.reconcile()  # queued only: the worker is not started
+            claimed = {}
+            while (job := jobs.state.claim_next_job("test")) is not None:
+                claimed[job["source"]] = job["full"]
+            assert claimed == {"handbook": True, "docs-site": False}
+        finally:
+            jobs.state.close()

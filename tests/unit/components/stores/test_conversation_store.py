@@ -7,8 +7,9 @@ from support.sqlite_files import rows
 
 from components.stores.conversation_store import ConversationStore
 
-SAM = ("acme", "u-sam")
-EVA = ("acme", "u-eva")
+SAM = ("acme", "u-sam", "key-sam")
+EVA = ("acme", "u-eva", "key-eva")
+SAM_OTHER_KEY = ("acme", "u-sam", "key-sam-2")  # the same user through another key (other tags)
 
 
 @pytest.fixture
@@ -32,6 +33,10 @@ class TestConversationStore:
             [(1, "user", "How many leave days?"), (2, "assistant", "27 days.")],
         )
         assert store.history("conv-1", EVA) is None and store.history("conv-unknown", SAM) is None
+        # Another key of the same user is another owner: it reads, writes and deletes nothing of this conversation.
+        assert store.history("conv-1", SAM_OTHER_KEY) is None and store.read("conv-1", SAM_OTHER_KEY) is None
+        assert not store.append_turn("conv-1", SAM_OTHER_KEY, "q", "a", now=time.time())
+        assert store.delete("conv-1", SAM_OTHER_KEY) is None
         assert not store.append_turn("conv-1", EVA, "q", "a", now=time.time())
         assert store.read("conv-1", EVA) is None and store.delete("conv-1", EVA) is None
         assert len(store.read("conv-1", SAM)["messages"]) == 2

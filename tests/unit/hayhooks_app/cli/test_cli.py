@@ -40,7 +40,9 @@ class TestParser:
         assert modules[0] == "hayhooks_app.cli.documents" and modules[1:] == sorted(modules[1:])
         assert not {"hayhooks_app.cli.common", "hayhooks_app.cli.server_link"} & set(modules)
         # The order `sourcebound --help` lists: the document commands, then each group by module name.
-        assert list(commands)[:8] == ["index", "invalidate", "taint", "verify", "delete", "stats", "backup", "restore"]
+        assert list(commands)[:9] == [
+            "index", "invalidate", "taint", "verify", "delete", "stats", "allowlist", "backup", "restore",
+        ]  # fmt: skip
 
     def test_index_requires_tenant_and_tags(self, capsys):
         with pytest.raises(SystemExit) as exited:
