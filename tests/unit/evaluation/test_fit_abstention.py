@@ -83,6 +83,26 @@ class TestFitAbstention:
         later = [t for t in fa.THRESHOLDS if t > threshold]
         assert later and all(lowest_cite(t) < 0.7 for t in later[:3])
 
+    def test_threshold_keeps_every_evaluation_floor(self):
+        rows = _rows()
+        fa.cross_validate(rows, ["similarity", "missing_exact"], l2=1.0)
+        unfloored = fa.choose_threshold(rows, cite_floor=0.7)
+        # A CITE floor above the rule's 70 % on one dataset lowers the threshold until that dataset keeps it.
+        floors = {"prose": {"cite": 0.85}, "manual": {"declines": 0.0}}
+        threshold = fa.choose_threshold(rows, cite_floor=0.7, floors=floors)
+        prose = [r for r in rows if r["dataset"] == "prose"]
+        assert threshold < unfloored and fa.figures(prose, "p_cv", threshold)["cite"] >= 0.85
+        assert all(fa.figures(prose, "p_cv", t)["cite"] < 0.85 for t in fa.THRESHOLDS if t > threshold)
+
+    def test_evaluation_floors_read_the_thresholds_file(self, tmp_path):
+        path = tmp_path / "thresholds.yml"
+        path.write_text(
+            "defaults: {recall_at_5: {min: 0.8}}\n"
+            "datasets:\n  normans: {cite_rate: {min: 0.79}, abstention_rate: {min: 0.46}, auroc: {min: 0.59}}\n",
+            encoding="utf-8",
+        )
+        assert fa.evaluation_floors(path) == {"normans": {"cite": 0.79, "declines": 0.46}}
+
     def test_no_context_questions_are_declines_and_not_fitted(self):
         rows = _rows()
         rows.append({**rows[0], "id": "empty", "features": {}, "no_context": True})
