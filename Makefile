@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm serve crawl lint test test-fast test-slow eval bench bench-store bench-state bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm serve crawl lint test test-fast test-slow eval bench bench-store bench-compaction bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -100,6 +100,10 @@ eval: $(STAMP) provision-llm
 
 bench-store: $(STAMP)
 	$(BIN)/python -m bench.store_bench
+
+# What erasing a tenant costs: the shard rewritten without it (bench/README.md, "Compaction").
+bench-compaction: $(STAMP)
+	$(BIN)/python -m bench.compaction_bench
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -11,7 +11,9 @@ Phases (each can be skipped; see ``--help``):
 3. **store**: ``bench/store_bench.py`` (Qdrant Edge at each size vs qdrant-haystack local mode at 10k),
    in a subprocess; writes ``store.json``/``store.md`` beside the report;
 4. **indexing**: ``bench/indexing_bench.py`` (pipelines/indexing.yml vs the bare embedder), in a subprocess;
-5. **profile** (``--profile``): pyinstrument over the in-process wrapper path at the largest size
+5. **stages**: ``bench/stage_profile.py`` at the largest size, in a subprocess: the share of each stage of a
+   ``/search/run`` and a ``/rag/run`` (HTTP, validation, identity, each component, serialisation);
+6. **profile** (``--profile``): pyinstrument over the in-process wrapper path at the largest size
    (``bench.profile_service``).
 
 Writes ``bench/results/latest.json`` and ``bench/results/latest.md`` and prints the Markdown,
@@ -87,6 +89,17 @@ def run_indexing(documents: int, rounds: int, threads: int | None) -> dict[str, 
         return json.loads(output.read_text(encoding="utf-8"))
 
 
+def run_stages(size: int, requests: int, output: Path) -> dict[str, Any]:
+    """The stage profile (``bench.stage_profile``) at ``size``, in its own process (it serves in process)."""
+    command = [sys.executable, "-m", "bench.stage_profile", "--size", str(size), "--requests", str(requests),
+               "--json", str(output / "stages.json")]  # fmt: skip
+    _log("stages: " + shlex.join(command[1:]))
+    completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if completed.returncode != 0:
+        return {"error": f"stage_profile exited with {completed.returncode}: {completed.stderr[-2000:]}"}
+    return json.loads((output / "stages.json").read_text(encoding="utf-8"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -122,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-service", action="store_true")
     parser.add_argument("--skip-store", action="store_true")
     parser.add_argument("--skip-indexing", action="store_true")
+    parser.add_argument("--skip-stages", action="store_true", help="skip the stage profile")
+    parser.add_argument(
+        "--stage-requests", type=int, default=150, help="stage profile: timed requests per endpoint (largest size)"
+    )
     parser.add_argument(
         "--haystack-copy",
         action="store_true",
@@ -210,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         report["indexing"] = phase(
             "indexing", lambda: run_indexing(args.indexing_documents, args.indexing_rounds, None)
         )
-    for name in ("store", "indexing"):
+    if not args.skip_stages:
+        report["stages"] = phase("stages", lambda: run_stages(max(args.sizes), args.stage_requests, args.output))
+    for name in ("store", "indexing", "stages"):
         if "error" in (report.get(name) or {}):
             report.setdefault("errors", {})[name] = report.pop(name)["error"]
     if args.profile and not args.skip_service:

@@ -14,8 +14,9 @@ python -m bench.paired_client --url http://127.0.0.1:8000 --store-copy /tmp/x/qd
 
 ``plan.json``: ``{"torch_threads": 1, "pairs": [{"name", "path", "bare": "search" | "rag_retrieval",
 "bodies": [...], "requests": 300, "warmup": 10}]}``. Output per pair: the HTTP run (as
-``bench.http_client``) and ``bare_ms``; plus ``embed_ms`` and ``retrieve_ms`` (the bare search's
-two halves, measured separately over the same queries).
+``bench.http_client``), ``bare_ms`` and ``embed_ms`` (the bare query embedding alone, after each pair: the
+floor the target ratios divide by); plus ``embed_ms`` and ``retrieve_ms`` (the bare search's two halves,
+measured separately over the same queries after the pairs).
 """
 
 import argparse
@@ -40,7 +41,7 @@ async def run_pair(connection: Connection, bare: BareParts, spec: dict[str, Any]
     for index in range(warmup):
         await connection.post(spec["path"], encoded[index % len(bodies)])
         bare.run(kind, bodies[index % len(bodies)])
-    http_ms, bare_ms, server_ms, results = [], [], [], []
+    http_ms, bare_ms, server_ms, results, embed_ms = [], [], [], [], []
     statuses: Counter = Counter()
     actions: Counter = Counter()
     errors: list[str] = []
@@ -65,6 +66,10 @@ async def run_pair(connection: Connection, bare: BareParts, spec: dict[str, Any]
                 server_ms.append(float(facts["server_ms"]))
             if "action" in facts:
                 actions[facts["action"]] += 1
+        # The floor, interleaved: the bare query embedding alone (the part no search can avoid).
+        started = time.perf_counter()
+        bare.embedder.run(text=body["query"])
+        embed_ms.append((time.perf_counter() - started) * 1000.0)
     return {
         "name": spec["name"],
         "path": spec["path"],
@@ -73,6 +78,7 @@ async def run_pair(connection: Connection, bare: BareParts, spec: dict[str, Any]
         "requests_per_s": None,
         "latencies_ms": [round(value, 3) for value in http_ms],
         "bare_ms": [round(value, 3) for value in bare_ms],
+        "embed_ms": [round(value, 3) for value in embed_ms],
         "server_ms": [round(value, 3) for value in server_ms],
         "statuses": {str(status): number for status, number in statuses.items()},
         "mean_results": round(sum(results) / len(results), 2) if results else None,

@@ -16,7 +16,14 @@ from hayhooks_app.cli import events as cli_events
 from hayhooks_app.cli import keys as cli_keys
 
 
-def serve(args: argparse.Namespace) -> int:
+def build_app(args: argparse.Namespace):
+    """
+    Prepare the process and build the served app as ``serve`` does (without serving it), so benchmarks profile
+    exactly what is served.
+
+    :returns: ``(app, settings, banner)``.
+    :raises ConfigError: On invalid settings.
+    """
     if args.host:
         os.environ["HAYHOOKS_HOST"] = args.host
     if args.port:
@@ -33,20 +40,20 @@ def serve(args: argparse.Namespace) -> int:
     torch_excluded = keep_torch_out()
     from components.embedders.onnx_embedding import resolve_threads
     from components.services.pipeline_copy import install_fast_input_copy
-    from hayhooks_app.config import ConfigError, Settings
+    from hayhooks_app.config import Settings
     from hayhooks_app.tracing import add_trace_ids, configure_tracing
 
-    try:
-        settings = Settings.from_env()
-        tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    settings = Settings.from_env()
+    tracing_on = configure_tracing() is not None  # the OTEL_* variables; None: off
+    # Query text, conversations and documents: nobody else on the machine reads the data dir, including files
+    # created later by SQLite, Qdrant Edge or git (docs/operations.md, "Running the service").
+    from components.runtime.data_dir import secure_data_dir
+
+    secure_data_dir(settings.data_dir)
     threads = resolve_threads(None)
     # Haystack's per-component input copies were half of a /search request's CPU (bench/README.md, "Profile").
     install_fast_input_copy()
 
-    from hayhooks.server.app import run_app
     from hayhooks.settings import settings as hayhooks_settings
 
     # Our modules log through the stdlib: route them into Hayhooks' (loguru) log, as uvicorn's are.
@@ -62,14 +69,49 @@ def serve(args: argparse.Namespace) -> int:
     install_log_redaction(*([add_trace_ids] if tracing_on else []))
 
     app = create_application(settings)
-    print(
+    banner = (
         f"sourcebound: serving on http://{settings.host}:{settings.port} "
         f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, "
-        f"embedder onnxruntime threads {threads}{', torch not loaded' if torch_excluded else ''})",
-        flush=True,
+        f"embedder onnxruntime threads {threads}{', torch not loaded' if torch_excluded else ''})"
     )
-    run_app(app, host=settings.host, port=settings.port)
+    return app, settings, banner
+
+
+def serve(args: argparse.Namespace) -> int:
+    from hayhooks_app.config import ConfigError
+
+    try:
+        app, settings, banner = build_app(args)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(banner, flush=True)
+    run_server(app, settings.host, settings.port)
     return 0
+
+
+# The serving stack, named rather than left to uvicorn's "auto" (which falls back to the slower asyncio and h11 when
+# a wheel is missing): uvloop's event loop and httptools' HTTP parser. Responses of the
+# wrappers' routes are serialised by pydantic-core straight to JSON bytes (FastAPI's dump_json path).
+SERVER_LOOP = "uvloop"
+SERVER_HTTP = "httptools"
+
+
+def run_server(app, host: str, port: int) -> None:
+    """Serve ``app`` as Hayhooks' ``run_app`` does (its logging, no uvicorn log config, its graceful shutdown), on
+    :data:`SERVER_LOOP` and :data:`SERVER_HTTP`."""
+    import uvicorn
+    from hayhooks.server.logger import intercept_stdlib_logging
+    from hayhooks.settings import settings as hayhooks_settings
+
+    intercept_stdlib_logging(
+        hayhooks_settings.intercepted_loggers,
+        access_log_excluded_path_prefixes=hayhooks_settings.access_log_excluded_path_prefixes,
+    )
+    uvicorn.run(
+        app, host=host, port=port, log_config=None, loop=SERVER_LOOP, http=SERVER_HTTP,
+        timeout_graceful_shutdown=hayhooks_settings.graceful_shutdown_timeout,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,8 +4,9 @@ The Hayhooks application: Hayhooks' FastAPI app with our PipelineWrappers, plus 
 
 Hayhooks deploys the wrappers in ``hayhooks_app/pipelines/`` (one folder each: ``index``,
 ``search``, ``rag``, ``enrich``, ``invalidate``, ``delete_tenant``, ``flags``) at start-up, sequentially,
-as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``, the ``enrich``
-wrapper also ``POST /rag/enrich``.
+as ``POST /{name}/run``; the ``rag`` wrapper also serves ``POST /v1/chat/completions``. The specifications'
+contracts (the DATS ``/api/v1/*``, the plan's ``/rag/query``, ``/rag/enrich``, ``/rag/ingest``, the RAG Standard's
+``GET /search`` and ``POST /chat``) are route modules in ``hayhooks_app/routes/`` over the same services.
 Every wrapper shares one ``ServiceContainer`` (one set of pipelines loaded from YAML, one
 store, one records database).
 
@@ -47,6 +48,8 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+from components.services.document_catalog import stale_counts
+from components.services.erasure_service import purge_due
 from components.stores.sentence_vector_cache import prune_sentence_vectors
 from hayhooks_app.browser_guard import BrowserGuard
 from hayhooks_app.cli import build_parser
@@ -54,6 +57,8 @@ from hayhooks_app.cli.server_link import LocalAdmin, admin_router
 from hayhooks_app.config import EXPECTED_PIPELINES, Settings
 from hayhooks_app.container import ServiceContainer, configure
 from hayhooks_app.errors import ApiError, describe_validation_errors, install_error_handlers, map_exception
+from hayhooks_app.events.outbox_relay import start_relay
+from hayhooks_app.events.routed_questions import publish_routed_questions
 from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
 from hayhooks_app.memory import return_freed_memory
@@ -61,9 +66,15 @@ from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.oidc.provider import IdentityProviderUnavailable
 from hayhooks_app.routes.auth import auth_routes
+from hayhooks_app.routes.console import console_routes
 from hayhooks_app.routes.conversations import conversation_routes
+from hayhooks_app.routes.dats_api import dats_routes
+from hayhooks_app.routes.feedback import feedback_routes
 from hayhooks_app.routes.glossary import glossary_routes
-from hayhooks_app.schemas import EnrichRequestBody, IndexResult, UploadForm
+from hayhooks_app.routes.insights import insight_routes
+from hayhooks_app.routes.rag_standard import standard_routes
+from hayhooks_app.routes.service_plan import plan_routes
+from hayhooks_app.schemas import IndexResult, UploadForm
 from hayhooks_app.tracing import configure_tracing, instrument_app, shutdown_tracing
 from hayhooks_app.webhooks import install_sources, queue_status
 
@@ -128,20 +139,61 @@ def _check_deployed(app: FastAPI) -> None:
         )
 
 
+def _run_routes_first(app: FastAPI) -> None:
+    """
+    Put the wrappers' ``POST /{name}/run`` routes first. FastAPI tries routes in order, and Hayhooks adds these when it
+    deploys, after ~20 others (and the routers included in them); no other route shares their paths, so the order
+    changes nothing but how soon a request finds its route.
+    """
+    paths = {f"/{name}/run" for name in app.state.pipeline_registry.get_names()}
+    routes = app.router.routes
+    first = [route for route in routes if getattr(route, "path", None) in paths]
+    routes[:] = first + [route for route in routes if getattr(route, "path", None) not in paths]
+    if hasattr(app.router, "_mark_routes_changed"):
+        app.router._mark_routes_changed()
+
+
+async def _refresh_stale_documents(container: ServiceContainer) -> None:
+    """
+    The ``rag_stale_documents`` gauge from one scan of the store's chunk metadata (docs/contract.md, "Feedback and
+    knowledge gaps"); a failure is logged and the gauge keeps its last values.
+    """
+    try:
+        counts = await run_in_threadpool(stale_counts, container.store, container.stale_rule)
+    except Exception:
+        logger.exception("Counting stale documents failed.")
+        return
+    metrics.set_stale_documents(counts)
+
+
 async def _prune_periodically(container: ServiceContainer) -> None:
     settings = container.settings
+    await _refresh_stale_documents(container)  # here, not in start-up: a large store must not delay serving
     while True:
         await asyncio.sleep(settings.records_prune_interval_s)
+        await _refresh_stale_documents(container)
         try:
-            removed = await run_in_threadpool(container.records.prune, settings.records_retention_days)
+            removed = await run_in_threadpool(container.prune)
             if any(removed.values()):
-                logger.info("Pruned records older than %d days: %s", settings.records_retention_days, removed)
+                logger.info("Pruned records past their retention: %s", removed)
             # Documents another replica deleted take their sentence vectors out of this one's cache too.
             vectors = await run_in_threadpool(prune_sentence_vectors, settings.data_dir, container.store)
             if vectors:
                 logger.info("Pruned %d sentence vectors of deleted documents.", vectors)
         except Exception:
             logger.exception("Pruning the records failed.")
+        await _purge_deleted(container)
+
+
+async def _purge_deleted(container: ServiceContainer) -> None:
+    # Invalidated and replaced chunks leave the store's files within SOURCEBOUND_PURGE_AFTER_SECONDS
+    # (docs/contract.md, "Deletion"); erasures purged at once.
+    try:
+        report = await run_in_threadpool(purge_due, container.store, container.settings.purge_after_s)
+        if report:
+            logger.info("Purged deleted chunks from the store's files: %s", report)
+    except Exception:
+        logger.exception("Purging deleted chunks from the store failed; the next pruning run tries again.")
 
 
 def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: LocalAdmin) -> None:
@@ -152,15 +204,19 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
         await run_in_threadpool(container.build)
         async with hayhooks_lifespan(app), mcp_app.router.lifespan_context(mcp_app):
             _check_deployed(app)
+            _run_routes_first(app)
             from hayhooks_app.bootstrap import bootstrap
 
             summary = await run_in_threadpool(bootstrap, container)
             if summary["corpus"] or summary["tags_loaded"]:
                 logger.info("First start: %s", summary)
-            await run_in_threadpool(container.records.prune, container.settings.records_retention_days)
+            await run_in_threadpool(container.prune)
+            await _purge_deleted(container)
             return_freed_memory()  # start-up freed tens of MB the heap would keep
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
+            routed = publish_routed_questions(container)  # SOURCEBOUND_EVENTS_URL (docs/events.md)
+            relay = start_relay(container)  # SOURCEBOUND_EVENTS_PUBLISH: the outbox to the broker
             admin.publish()  # the CLI now finds this server (hayhooks_app.cli.server_link)
             try:
                 yield
@@ -169,6 +225,11 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
                 pruning.cancel()
                 if events is not None:
                     await run_in_threadpool(events.stop)
+                if routed is not None:
+                    container.gaps.publish = None
+                    await run_in_threadpool(routed.close)
+                if relay is not None:
+                    await run_in_threadpool(relay.stop)
         container.close()
         shutdown_tracing()
 
@@ -247,14 +308,6 @@ def _routes(container: ServiceContainer) -> APIRouter:
         result = await _index_uploads(container, files, form, writer)
         return {"result": IndexResult.model_validate(result).model_dump(exclude_none=True)}
 
-    @router.post("/rag/enrich", tags=["pipelines"], summary="Context for a message (alias of POST /enrich/run)")
-    async def rag_enrich(request: Request, body: EnrichRequestBody) -> dict:
-        # The specification's name for the enrich route: the same wrapper, identity and filter as /enrich/run.
-        wrapper = request.app.state.pipeline_registry.get("enrich")
-        fields = body.model_dump(exclude_none=True)
-        result = await run_in_threadpool(lambda: wrapper.run_api(headers=request.headers, **fields))
-        return {"result": result}
-
     @router.get("/v1/models", tags=["openai"], summary="Models served for chat completions")
     @router.get("/models", tags=["openai"], include_in_schema=False)
     async def list_models() -> dict:
@@ -307,12 +360,21 @@ async def web_page_headers(container: ServiceContainer) -> dict[str, str]:
 
 
 def _mount_web_page(app: FastAPI, container: ServiceContainer) -> None:
-    """The page at ``GET /`` and its assets under ``/web/``: neither path overlaps an API route."""
+    """
+    The page at ``GET /``, the operators' console at ``GET /admin`` and their assets under ``/web/``: no path
+    overlaps an API route. The console is a page like the other: it holds no data and calls only the public API,
+    whose checks decide what it shows (docs/api.md, "The console").
+    """
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def web_page() -> FileResponse:
         headers = await web_page_headers(container)
         return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=headers)
+
+    @app.api_route("/admin", methods=["GET", "HEAD"], include_in_schema=False)
+    async def console_page() -> FileResponse:
+        headers = await web_page_headers(container)
+        return FileResponse(WEB_DIR / "admin.html", media_type="text/html", headers=headers)
 
     app.mount("/web", _WebAssets(container, directory=WEB_DIR), name="web")
 
@@ -402,6 +464,13 @@ def create_application(settings: Settings | None = None) -> FastAPI:
     app.include_router(auth_routes(container))
     app.include_router(conversation_routes(container))
     app.include_router(glossary_routes(container))
+    app.include_router(feedback_routes(container))
+    app.include_router(insight_routes(container))
+    app.include_router(console_routes(container))
+    # The specifications' own contracts (docs/api.md, "Specification routes"): thin routes over the same services.
+    app.include_router(dats_routes(container))
+    app.include_router(plan_routes(container))
+    app.include_router(standard_routes(container))
     admin = LocalAdmin(settings.data_dir, settings.host, settings.port)
     app.include_router(admin_router(container, admin, build_parser))
     # Ours first, so our /v1/models answers before Hayhooks' (which lists every wrapper).

@@ -6,7 +6,9 @@ No other web site can drive the server (docs/contract.md, "Identity and delegati
   ``127.0.0.0/8``, ``::1``), the bind address (``HAYHOOKS_HOST``, unless a wildcard) or a name in
   ``SOURCEBOUND_ALLOWED_HOSTS`` is refused with 403 before anything runs: a DNS-rebinding page (its own name
   pointed at this server) reaches no route, ``/mcp`` included. ``SOURCEBOUND_ALLOWED_HOSTS=*`` turns the check
-  off, for a gateway that enforces its own.
+  off, for a gateway that enforces its own. An entry may be an address range (``172.30.86.0/24``): it admits
+  only ``Host`` values that are literal addresses in it (a scraper reaching each replica by its address), never a
+  name, so it admits no rebinding page (whose ``Host`` is its own name).
 * **Cross-site writes.** A state-changing request (``POST``, ``PUT``, ``PATCH``, ``DELETE``) that carries an
   ``Origin`` whose host is not allowed (``null`` included) or ``Sec-Fetch-Site: cross-site`` is refused with
   403, so a page elsewhere cannot submit a form (``multipart/form-data`` needs no CORS preflight) to
@@ -71,19 +73,23 @@ class AllowedHosts:
 
     :param names: Configured names (lower case); loopback names are always allowed.
     :param any_host: ``*`` was configured: every host is allowed (the gateway checks).
+    :param networks: Configured address ranges: a ``Host`` that is a literal address in one is allowed.
     """
 
     names: frozenset[str] = frozenset()
     any_host: bool = False
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
 
     @classmethod
     def from_setting(cls, value: str | None, bind_host: str | None = None) -> "AllowedHosts":
         """
-        Parse ``SOURCEBOUND_ALLOWED_HOSTS`` (comma-separated host names; ``*`` for any) plus the bind address.
+        Parse ``SOURCEBOUND_ALLOWED_HOSTS`` (comma-separated host names or address ranges; ``*`` for any) plus
+        the bind address.
 
-        :raises ValueError: On an entry that is not a host name (a URL, a path, a port alone).
+        :raises ValueError: On an entry that is not a host name or an address range (a URL, a path, a port alone).
         """
         names: set[str] = set()
+        networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         any_host = False
         for entry in (value or "").split(","):
             entry = entry.strip()
@@ -92,17 +98,22 @@ class AllowedHosts:
             if entry == "*":
                 any_host = True
                 continue
+            network = _network(entry)
+            if network is not None:
+                networks.append(network)
+                continue
             name = host_name(entry)
             if name is None:
                 raise ValueError(
-                    f"{ALLOWED_HOSTS_ENV}: {entry!r} is not a host name; list names such as rag.example.com or "
-                    "10.0.0.5, separated by commas (or * alone for any host)."
+                    f"{ALLOWED_HOSTS_ENV}: {entry!r} is not a host name; list names such as rag.example.com, "
+                    "addresses such as 10.0.0.5 or ranges such as 10.0.0.0/24, separated by commas (or * alone "
+                    "for any host)."
                 )
             names.add(name)
         bind = (bind_host or "").strip().lower()
         if bind not in _WILDCARD_BIND:
             names.add(host_name(bind) or bind)
-        return cls(frozenset(names), any_host)
+        return cls(frozenset(names), any_host, tuple(networks))
 
     def allows(self, name: str | None) -> bool:
         """Whether a request for host ``name`` (from :func:`host_name`) is served."""
@@ -110,7 +121,16 @@ class AllowedHosts:
             return True
         if not name:
             return False
-        return _is_loopback(name) or name in self.names
+        return _is_loopback(name) or name in self.names or self._in_networks(name)
+
+    def _in_networks(self, name: str) -> bool:
+        if not self.networks:
+            return False
+        try:
+            address = ipaddress.ip_address(name)
+        except ValueError:  # a name: ranges admit literal addresses only
+            return False
+        return any(address in network for network in self.networks)
 
     def allows_origin(self, origin: str) -> bool:
         """Whether a browser page of ``origin`` (``scheme://host[:port]``) may change state here."""
@@ -120,7 +140,10 @@ class AllowedHosts:
         return self.allows(host_name(parts.netloc))
 
     def mcp_security(self):
-        """The MCP transports' own DNS-rebinding protection over the same names (``mcp`` transport security)."""
+        """
+        The MCP transports' own DNS-rebinding protection over the same names (``mcp`` transport security). Address
+        ranges are not passed on (it takes exact hosts): a range is for scrapers of ``/metrics``, not MCP clients.
+        """
         from mcp.server.transport_security import TransportSecuritySettings
 
         if self.any_host:
@@ -131,6 +154,16 @@ class AllowedHosts:
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
         )
+
+
+def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """An address range entry (``10.0.0.0/24``, ``fd00::/64``), or ``None`` for anything else."""
+    if "/" not in entry:
+        return None
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return None
 
 
 def _bracketed(name: str) -> str:

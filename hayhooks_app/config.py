@@ -24,6 +24,7 @@ from pathlib import Path
 # ConfigError is the settings' error wherever they are read (components.runtime.environment parses them).
 from components.runtime.environment import ConfigError as ConfigError
 from components.runtime.environment import env_bool, env_choice, env_int
+from components.runtime.rag_settings import check_rag_settings, p95_search_budget_ms
 from components.services.corpus_manifest import SAMPLE_CORPUS_DIR
 from hayhooks_app.browser_guard import ALLOWED_HOSTS_ENV, AllowedHosts
 from hayhooks_app.oidc.settings import OidcSettings
@@ -109,9 +110,27 @@ class Settings:
     :param query_log_text: ``full`` stores query text in the query log, ``hash`` stores only a keyed hash.
     :param records_retention_days: Records older than this are pruned (0 keeps them forever).
     :param records_prune_interval_s: How often pruning runs while serving.
+    :param purge_after_s: The longest an invalidated or replaced chunk's text stays in the store's files; the
+        pruning task compacts the store once its oldest deletion is this old (docs/contract.md, "Deletion").
     :param bootstrap_corpus: Index the sample corpus when the store is empty at start-up.
     :param sample_corpus_dir: Where the bundled corpus (``manifest.yml``, ``directory.yml``) lives.
     :param limits: Request size limits.
+    :param keep_unanswered_questions: Keep the text of declined, routed and thumbs-down questions for the
+        knowledge gaps (off by default; docs/contract.md, "Feedback and knowledge gaps").
+    :param unanswered_questions_retention_days: How long kept questions stay (0: until erased).
+    :param stale_after_days: A document not re-indexed for this many days is stale (0: never by age).
+    :param stale_source_dirs: Folders whose ``file://`` sources are re-hashed to find changed sources.
+    :param metrics_max_tenants: Distinct ``tenant`` label values of the quality metrics; later tenants count as
+        ``other`` (bounded cardinality).
+    :param metrics_max_tags: Distinct ``tag`` label values of the quality metrics; later tags count as ``other``.
+    :param default_tenant: Trusted mode: the tenant of a specification route's request that names none
+        (``SOURCEBOUND_DEFAULT_TENANT``; docs/api.md, "Specification routes").
+    :param default_tags: Trusted mode: the tags of such a request, and of the documents it writes
+        (``SOURCEBOUND_DEFAULT_TAGS``).
+    :param publish_events: Publish ``embedding.completed`` / ``embedding.invalidated`` to the events exchange
+        through the outbox in the data dir (``SOURCEBOUND_EVENTS_PUBLISH``; docs/events.md, "Published events").
+    :param search_budget_ms: The search latency budget (``RAG_P95_SEARCH_MS``): slower searches are counted
+        (``rag_search_over_budget_total``) and logged; ``None``: no budget.
     :param allowed_hosts: The host names served besides loopback and the bind address
         (``SOURCEBOUND_ALLOWED_HOSTS``; docs/operations.md, "Hosts and browsers").
     """
@@ -128,9 +147,20 @@ class Settings:
     query_log_text: str = "full"
     records_retention_days: int = 30
     records_prune_interval_s: int = 3600
+    purge_after_s: int = 86400
     bootstrap_corpus: bool = True
     sample_corpus_dir: Path = DEFAULT_SAMPLE_CORPUS
     limits: Limits = field(default_factory=Limits)
+    keep_unanswered_questions: bool = False
+    unanswered_questions_retention_days: int = 30
+    stale_after_days: int = 180
+    stale_source_dirs: tuple[Path, ...] = (DEFAULT_SAMPLE_CORPUS,)
+    metrics_max_tenants: int = 20
+    metrics_max_tags: int = 50
+    default_tenant: str | None = None
+    default_tags: tuple[str, ...] = ()
+    search_budget_ms: float | None = None
+    publish_events: bool = False
     oidc: OidcSettings | None = None
     allowed_hosts: AllowedHosts | None = None
 
@@ -143,8 +173,10 @@ class Settings:
     @classmethod
     def from_env(cls) -> "Settings":
         """Read every setting from the environment; raise ``ConfigError`` naming a bad variable."""
+        check_rag_settings()  # the specifications' RAG_* settings: honoured or refused at start-up
         data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data").resolve()
         keys_file = os.environ.get("SOURCEBOUND_API_KEYS_FILE", "").strip()
+        sample_corpus_dir = Path(os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS)
         host = os.environ.get("HAYHOOKS_HOST", "").strip() or "127.0.0.1"
         try:
             allowed_hosts = AllowedHosts.from_setting(os.environ.get(ALLOWED_HOSTS_ENV), host)
@@ -164,11 +196,24 @@ class Settings:
             query_log_text=env_choice("SOURCEBOUND_QUERY_LOG_TEXT", "full", QUERY_LOG_TEXT_MODES),
             records_retention_days=env_int("SOURCEBOUND_RECORDS_RETENTION_DAYS", 30, 0),
             records_prune_interval_s=env_int("SOURCEBOUND_RECORDS_PRUNE_INTERVAL_SECONDS", 3600, 1),
+            purge_after_s=env_int("SOURCEBOUND_PURGE_AFTER_SECONDS", 86400, 0),
             bootstrap_corpus=env_bool("SOURCEBOUND_BOOTSTRAP_CORPUS", True),
-            sample_corpus_dir=Path(
-                os.environ.get("SOURCEBOUND_SAMPLE_CORPUS_DIR", "").strip() or DEFAULT_SAMPLE_CORPUS
-            ),
+            sample_corpus_dir=sample_corpus_dir,
             limits=Limits.from_env(),
+            keep_unanswered_questions=env_bool("SOURCEBOUND_KEEP_UNANSWERED_QUESTIONS", False),
+            unanswered_questions_retention_days=env_int("SOURCEBOUND_UNANSWERED_QUESTIONS_RETENTION_DAYS", 30, 0),
+            stale_after_days=env_int("SOURCEBOUND_STALE_AFTER_DAYS", 180, 0),
+            stale_source_dirs=_stale_source_dirs(sample_corpus_dir),
+            metrics_max_tenants=env_int("SOURCEBOUND_METRICS_MAX_TENANTS", 20, 0),
+            metrics_max_tags=env_int("SOURCEBOUND_METRICS_MAX_TAGS", 50, 0),
+            default_tenant=os.environ.get("SOURCEBOUND_DEFAULT_TENANT", "").strip() or None,
+            default_tags=tuple(
+                dict.fromkeys(
+                    tag.strip() for tag in os.environ.get("SOURCEBOUND_DEFAULT_TAGS", "").split(",") if tag.strip()
+                )
+            ),
+            search_budget_ms=p95_search_budget_ms(),
+            publish_events=env_bool("SOURCEBOUND_EVENTS_PUBLISH", False),
             oidc=OidcSettings.from_env() if "oidc" in auth_methods(auth_mode) else None,
             allowed_hosts=allowed_hosts,
         )
@@ -177,6 +222,26 @@ class Settings:
     def records_path(self) -> Path:
         """The SQLite file holding the query log and the index event log."""
         return self.data_dir / "records.sqlite"
+
+
+def _stale_source_dirs(sample_corpus_dir: Path) -> tuple[Path, ...]:
+    """
+    ``SOURCEBOUND_STALE_SOURCE_DIRS`` (folders separated by commas), resolved; unset: the sample corpus folder.
+
+    :raises ConfigError: A listed folder that does not exist.
+    """
+    value = os.environ.get("SOURCEBOUND_STALE_SOURCE_DIRS")
+    if value is None:
+        return (sample_corpus_dir.resolve(),)
+    folders = []
+    for part in (part.strip() for part in value.split(",")):
+        if not part:
+            continue
+        folder = Path(part).resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"SOURCEBOUND_STALE_SOURCE_DIRS names {part!r}, which is not a folder.")
+        folders.append(folder)
+    return tuple(folders)
 
 
 def service_version() -> str:

@@ -13,7 +13,9 @@ wrapper, route, the chat and MCP endpoints and the event consumer.
 | ``credentials`` | what a bearer token grants: API keys and/or OpenID Connect tokens | ``hayhooks_app.credentials`` |
 | ``conversations`` | server-side conversations | ``components.services.conversation_service`` |
 | ``requests`` | search, answer, enrich, index changes with records and metrics | ``...services.request_service`` |
+| ``gaps``, ``feedback`` | knowledge gaps (kept questions, routed events), feedback | ``...services.knowledge_gaps`` |
 | ``health`` | ``GET /health`` | ``components.services.health_check`` |
+| ``outbox`` | events to publish (``None`` unless ``SOURCEBOUND_EVENTS_PUBLISH``) | ``components.stores.event_outbox`` |
 
 Nothing here decides anything: access control is resolved by the HTTP layer (``hayhooks_app.identity``) and
 passed to ``requests`` as an ``Identity``; what a request records is the request service's.
@@ -35,11 +37,16 @@ from typing import Any
 
 from haystack import Pipeline
 
+from components.routers.tag_router import NO_TAG, TagRouter
 from components.services.conversation_service import ConversationService
+from components.services.document_catalog import StaleRule
+from components.services.feedback_service import FeedbackService
 from components.services.health_check import HealthCheck
+from components.services.knowledge_gaps import GapSettings, KnowledgeGaps
 from components.services.pipeline_loader import load_pipeline
-from components.services.pipeline_parts import find_document_store, find_tag_directory
+from components.services.pipeline_parts import find_component, find_document_store, find_tag_directory
 from components.services.request_service import RequestService
+from components.stores.event_outbox import OUTBOX_FILE, EventOutbox
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.key_store import ApiKeyStore
 from components.stores.record_store import RecordStore
@@ -77,9 +84,20 @@ class ServiceContainer:
         self._keys: ApiKeyStore | None = None
         self._credentials: Credentials | None = None
         self._conversations: ConversationService | None = None
+        self._outbox: EventOutbox | None = None
         self.started_at = time.time()
+        observer = MetricsObserver(metrics, search_budget_ms=settings.search_budget_ms)
+        metrics.bound_labels(settings.metrics_max_tenants, settings.metrics_max_tags)
+        self.stale_rule = StaleRule(settings.stale_after_days, settings.stale_source_dirs)
+        gap_settings = GapSettings(
+            keep_questions=settings.keep_unanswered_questions,
+            retention_days=settings.unanswered_questions_retention_days,
+            window_days=max(1, settings.records_retention_days or 30),
+        )
+        self.gaps = KnowledgeGaps(self, gap_settings, self.stale_rule)
+        self.feedback = FeedbackService(self, self.gaps, observer)
         self.requests = RequestService(
-            self, data_dir=settings.data_dir, keys_file=settings.api_keys_file, observer=MetricsObserver(metrics)
+            self, data_dir=settings.data_dir, keys_file=settings.api_keys_file, observer=observer, gaps=self.gaps
         )
         self.health = HealthCheck(
             self,
@@ -212,9 +230,23 @@ class ServiceContainer:
         """The per-tenant glossaries the pipelines' query expander reads (``components.stores.glossary_store``)."""
         return GlossaryStore(self.settings.data_dir / GLOSSARY_FILE)
 
+    @property
+    def outbox(self) -> EventOutbox | None:
+        """The event outbox when events are published (``SOURCEBOUND_EVENTS_PUBLISH``), else ``None``."""
+        if not self.settings.publish_events:
+            return None
+        return self._once("_outbox", lambda: EventOutbox(self.settings.data_dir / OUTBOX_FILE))
+
     def tag_directory(self) -> Any | None:
         """The tag-owner directory the RAG pipeline's router reads, or ``None``."""
         return find_tag_directory(self.pipeline("rag"))
+
+    def owner_of(self, tenant_id: str, tag: str | None) -> dict[str, Any]:
+        """Whom a question filed under ``tag`` goes to: the RAG pipeline's router's rule (``TagRouter.owner_of``)."""
+        router = find_component(self.pipeline("rag"), lambda component: isinstance(component, TagRouter))
+        if router is None:
+            return {"tag": tag or NO_TAG, "owner_user_id": None, "owner_email": None, "fallback": True}
+        return router.owner_of(tenant_id, tag)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -226,7 +258,7 @@ class ServiceContainer:
             import_data_dir(self.settings.data_dir)
         for kind in PIPELINE_KINDS:
             self.pipeline(kind)
-        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys
+        _ = self.indexing, self.queries, self.enrichment, self.records, self.keys, self.outbox
         metrics.track_index_size(self.store.count_documents)
         metrics.track_query_log(lambda: self.records.dropped_queries, lambda: self.records.writer.queued)
         self.keys.prepare()  # with a shared database: migrate, and import a keys file left in the data dir
@@ -237,11 +269,18 @@ class ServiceContainer:
                 logger.warning("%s Tokens are answered 503 until it is.", error)
         return self
 
+    def prune(self) -> dict[str, int]:
+        """Remove records, feedback and kept questions past their retention (start-up and the pruning schedule)."""
+        days = self.settings.records_retention_days
+        return {**self.records.prune(days), **self.gaps.prune(days)}
+
     def close(self) -> None:
         if self._records is not None:
             self._records.close()
         if self._conversations is not None:
             self._conversations.close()
+        if self._outbox is not None:
+            self._outbox.close()
 
 
 _container: ServiceContainer | None = None

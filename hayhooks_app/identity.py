@@ -56,9 +56,12 @@ from hayhooks_app.oidc.claims import OidcGrant
 __all__ = [
     "WriteAuthority",
     "authenticate",
+    "authorize_admin",
     "authorize_write",
     "bearer_token",
     "resolve_identity",
+    "resolve_spec_identity",
+    "resolve_spec_writer",
     "write_authority",
 ]
 
@@ -330,3 +333,106 @@ def authorize_write(
         if problem:
             raise forbidden(problem)
     return writer.key_id
+
+
+def authorize_admin(
+    mode: str, keys: Credentials | ApiKeyStore | None, headers: Mapping[str, str] | None, tenant_id: str | None
+) -> tuple[str, Grant | None]:
+    """
+    Check an operator's request on a tenant (the console's routes: documents, keys, tag owners, knowledge gaps,
+    feedback). Trusted mode takes the tenant as given (the gateway decides); ``api_key`` mode needs a key with the
+    ``admin`` permission, and its tenant is the only tenant.
+
+    :param tenant_id: The tenant named by the request (optional with a key: the key's).
+    :returns: The tenant and the key's or token's grant (``None`` in trusted mode).
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if mode == "trusted":
+        if not tenant_id:
+            raise validation_error("tenant_id: field required (trusted mode takes the tenant from the request)")
+        return tenant_id, None
+    record = authenticate(_credentials(mode, keys), headers)
+    credential = _credential(record)
+    if "admin" not in record.permissions:
+        raise forbidden(f"This {credential} lacks the 'admin' permission (the console's routes are for tenant admins).")
+    if tenant_id is not None and tenant_id != record.tenant_id:
+        raise forbidden(f"tenant_id '{tenant_id}' does not match the {credential}'s tenant.")
+    return record.tenant_id, record
+
+
+def _trusted_defaults_hint() -> str:
+    return (
+        "trusted mode takes the identity from the request; send tenant_id and user_tags, or set "
+        "SOURCEBOUND_DEFAULT_TENANT and SOURCEBOUND_DEFAULT_TAGS for clients that send none"
+    )
+
+
+def resolve_spec_identity(
+    settings,
+    keys: Credentials | ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_id: str | None,
+    user_tags: list[str] | None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+) -> Identity:
+    """
+    The identity of a read on a specification route (docs/api.md, "Specification routes"): as
+    :func:`resolve_identity`, except that in trusted mode the configured defaults (``SOURCEBOUND_DEFAULT_TENANT``,
+    ``SOURCEBOUND_DEFAULT_TAGS``) stand in for a tenant or tags the request does not name; a client written to a
+    specification sends neither. In bearer modes the key or token decides, exactly as on every other route.
+
+    :param settings: The application settings (``auth_mode``, ``default_tenant``, ``default_tags``).
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if settings.auth_mode == "trusted":
+        tenant_id = tenant_id or settings.default_tenant
+        user_tags = user_tags or (list(settings.default_tags) or None)
+        if not tenant_id:
+            raise validation_error(f"tenant_id: field required ({_trusted_defaults_hint()})")
+        if not user_tags:
+            raise validation_error(f"user_tags: at least one tag is required ({_trusted_defaults_hint()})")
+    return resolve_identity(
+        settings.auth_mode,
+        keys,
+        headers,
+        tenant_id=tenant_id,
+        user_tags=user_tags,
+        user_id=user_id,
+        project_id=project_id,
+    )
+
+
+def resolve_spec_writer(
+    settings,
+    keys: Credentials | ApiKeyStore | None,
+    headers: Mapping[str, str] | None,
+    *,
+    tenant_id: str | None,
+    tags: list[str] | None = None,
+    need_tags: bool = True,
+) -> tuple[str, tuple[str, ...], WriteAuthority]:
+    """
+    Who writes on a specification route, and with which tenant and tags: trusted mode takes them from the request,
+    else the configured defaults, and writes with that tenant's full authority (as ``/index/run`` naming no caller);
+    bearer modes take them from the request within the grant, else the grant's own tenant and tags (documents a key
+    writes are visible to that key). The writer is :func:`write_authority`'s, so the route checks the documents it
+    writes (:meth:`WriteAuthority.check_documents`) and the services apply its rule (docs/contract.md, "Write rule").
+
+    :param need_tags: Whether the write needs tags (indexing does; invalidation does not).
+    :returns: ``(tenant_id, tags, writer)``.
+    :raises ApiError: 401, 403 or 422 naming the problem.
+    """
+    if settings.auth_mode == "trusted":
+        tenant = tenant_id or settings.default_tenant
+        chosen = tuple(tags or settings.default_tags)
+        if not tenant:
+            raise validation_error(f"tenant_id: field required ({_trusted_defaults_hint()})")
+        if need_tags and not chosen:
+            raise validation_error(f"tags: at least one tag is required ({_trusted_defaults_hint()})")
+        return tenant, chosen, write_authority("trusted", keys, headers, tenant_ids={tenant})
+    writer = write_authority(settings.auth_mode, keys, headers, tenant_ids={tenant_id} if tenant_id else set())
+    tenant = tenant_id or writer.record.tenant_id
+    chosen = tuple(tags) if tags else tuple(writer.record.tags)
+    return tenant, chosen, writer

@@ -68,8 +68,9 @@ RETRIEVERS = {
 }
 RETRIEVER_PARAMETERS = ("top_k", "filter_policy", "return_embedding", "filters")
 # Payload indexes of the server collection: the access rule's fields and the document id (under ``meta.``), the
-# language filter, and the Haystack id (``id``), which get_documents_by_id and delete_documents select by.
-INDEXED_FIELDS = (*IDENTITY_FIELDS, "language")
+# language and domain filters, the artifact id (invalidation by artifact), and the Haystack id (``id``), which
+# get_documents_by_id and delete_documents select by.
+INDEXED_FIELDS = (*IDENTITY_FIELDS, "language", "domain", "artifact_id")
 
 HEADER = """\
 # GENERATED from pipelines/{name}.yml by `python -m hayhooks_app.profiles`; do not edit by hand.

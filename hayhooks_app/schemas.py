@@ -279,7 +279,10 @@ class DeleteTenantResult(ResultModel):
     chunks_removed: int
     removed: dict[str, int] = Field(
         default_factory=dict,
-        description="What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys.",
+        description=(
+            "What was removed: chunks, query_log_rows, index_events, tag_owners, api_keys, conversations, glossary, "
+            "sentence_vectors, feedback, kept_questions."
+        ),
     )
 
 
@@ -402,13 +405,22 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+def register_request_model(path: str, model: type[BaseModel]) -> None:
+    """
+    Check ``path``'s raw JSON body strictly with ``model`` in the request guard (``hayhooks_app.middleware``), as the
+    routes above are: route modules with their own models (``hayhooks_app/routes``) register them here.
+    """
+    REQUEST_MODELS[path] = model
+
+
 def allowed_fields(model: type[BaseModel]) -> dict[str, list[str]]:
-    """Field names allowed at each location of a model, for 'unknown field' messages."""
+    """Field names allowed at each location of a model (its nested models' too), for 'unknown field' messages."""
     result: dict[str, list[str]] = {"": sorted(model.model_fields)}
-    nested = {"filters": SearchFiltersBody}
-    for name, submodel in nested.items():
-        if name in model.model_fields:
-            result[name] = sorted(submodel.model_fields)
+    for name, field in model.model_fields.items():
+        for candidate in (field.annotation, *getattr(field.annotation, "__args__", ())):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                result[name] = sorted(candidate.model_fields)
+                break
     return result
 
 

@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from prometheus_client import Gauge
@@ -42,7 +42,7 @@ from components.runtime.environment import ConfigError, env_int
 from components.services.source_jobs import SourceJobs, declared_sources
 from components.services.source_sync import SourceNotFoundError
 from hayhooks_app.errors import ApiError, forbidden, unauthorized
-from hayhooks_app.identity import authenticate
+from hayhooks_app.identity import authenticate, authorize_admin
 from hayhooks_app.metrics import metrics
 
 logger = logging.getLogger(__name__)
@@ -237,6 +237,15 @@ def _router(app: FastAPI, container: Any, max_bytes: int, verifier: JwtVerifier)
         jti = claims.get("jti")
         delivery = f"jwt:{jti}" if isinstance(jti, str) and jti else None
         return await _queue_once(jobs, source, delivery, "jwt", full=claims.get("full") is True)
+
+    @router.get("/sources", summary="The tenant's declared sources and their newest sync jobs (admin)")
+    async def list_sources(request: Request, tenant_id: str | None = Query(None, description="The tenant.")) -> dict:
+        tenant, _record = authorize_admin(
+            container.settings.auth_mode, container.credentials, request.headers, tenant_id
+        )
+        jobs = app.state.source_jobs
+        sources = await run_in_threadpool(jobs.sources_of, tenant) if jobs is not None else []
+        return {"result": {"tenant_id": tenant, "sources": sources}}
 
     @router.get("/jobs/{job_id}", summary="A source sync job's status and report (admin)")
     async def job_status(job_id: str, request: Request) -> dict:

@@ -1,12 +1,21 @@
 """Shared fixtures. The test run is an entry point: it goes offline before anything loads a model."""
 
+import os
 import socket
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from components.runtime.offline import configure_offline
 
 configure_offline()
+
+# Backups are authenticated with a key outside the data dir (docs/operations.md, "Backup and restore"): the tests'
+# own, never the machine user's ~/.config one. Servers the tests start get the same file (support.api_server).
+os.environ.setdefault(
+    "SOURCEBOUND_BACKUP_KEY_FILE", str(Path(tempfile.mkdtemp(prefix="sb-test-backup-key-")) / "backup.key")
+)
 
 # Fixtures shared across folders: the Ollama double (or a real Ollama), the module-scoped Edge store, API keys.
 pytest_plugins = [

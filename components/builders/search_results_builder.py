@@ -47,6 +47,10 @@ class SearchResultsBuilder:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         chunk_template: str = CONTEXT_CHUNK_TEMPLATE,
@@ -116,6 +120,8 @@ class SearchResultsBuilder:
             "tags": [tags] if isinstance(tags, str) else list(tags),
             "public": meta.get("scope") == "public",
             "language": meta.get("language") or None,
+            "artifact_id": _text_or_none(meta.get("artifact_id")),
+            "provenance_id": _text_or_none(meta.get("provenance_id")),
         }
 
     def context(self, documents: list[Document], max_tokens: int) -> tuple[str, int]:
@@ -180,3 +186,8 @@ class SearchResultsBuilder:
             }
         )
         return {"response": response.model_dump(mode="json")}
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A metadata id as given at indexing (strings only), else ``None``."""
+    return value if isinstance(value, str) and value else None

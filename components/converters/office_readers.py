@@ -30,11 +30,13 @@ Before any Office file is parsed (docs/contract.md, "Text normalisation" and doc
 * magic bytes: a ZIP package whose ``[Content_Types].xml`` declares the type the extension
   claims; an encrypted (password-protected) file, a legacy binary ``.doc``/``.xls``/``.ppt``, a
   PDF or text renamed to ``.docx`` are refused by name;
-* bounded expansion: the declared uncompressed size of all parts (at most
-  ``SOURCEBOUND_MAX_EXPANDED_BYTES``, default 256 MiB) and of each part relative to its
-  compressed size (a part over 8 MiB may not be more than 100 times its compressed size): a zip
-  bomb is refused before anything is inflated (Python's ``zipfile`` never reads past a part's
-  declared size);
+* bounded expansion, before any XML is built: every part is stream-decompressed once (1 MiB at a
+  time, nothing kept) and counted, so the declared sizes are never trusted: an XML part may expand
+  to at most ``SOURCEBOUND_MAX_OFFICE_PART_BYTES`` (default 16 MiB: parsing one takes about ten
+  times that in memory) and all parts together to ``SOURCEBOUND_MAX_EXPANDED_BYTES`` (default
+  64 MiB, near the 50 MiB file size limit). The declared sizes refuse a zip bomb earlier, without
+  inflating anything (also a part over 8 MiB that claims more than 100 times its compressed size);
+  a part that inflates past its declared size fails its CRC check (a corrupt file);
 * a spreadsheet or CSV may hold at most ``SOURCEBOUND_MAX_SPREADSHEET_CELLS`` cells (default
   200,000, empty ones and missing rows included), counted while streaming.
 
@@ -54,7 +56,8 @@ import io
 import os
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
@@ -62,12 +65,14 @@ from typing import Any
 from components.core.errors import SourceboundError
 from components.core.text_normalization import normalize_text
 
-DEFAULT_MAX_EXPANDED_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_EXPANDED_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_OFFICE_PART_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_SPREADSHEET_CELLS = 200_000
 # A part this large may not expand more than this many times its compressed size.
 BOMB_PART_BYTES = 8 * 1024 * 1024
 BOMB_RATIO = 100
 MAX_ZIP_ENTRIES = 10_000
+_INFLATE_STEP = 1 << 20
 # cl100k tokens of a table part (header included): under the default chunk size (180), so the
 # chunker keeps a part whole and every chunk of a table starts with its header row.
 TABLE_PART_MAX_TOKENS = 150
@@ -100,6 +105,11 @@ def _env_int(name: str, default: int) -> int:
 def max_expanded_bytes() -> int:
     """The most bytes all parts of one Office file may expand to (``SOURCEBOUND_MAX_EXPANDED_BYTES``)."""
     return _env_int("SOURCEBOUND_MAX_EXPANDED_BYTES", DEFAULT_MAX_EXPANDED_BYTES)
+
+
+def max_office_part_bytes() -> int:
+    """The most bytes one XML part of an Office file may expand to (``SOURCEBOUND_MAX_OFFICE_PART_BYTES``)."""
+    return _env_int("SOURCEBOUND_MAX_OFFICE_PART_BYTES", DEFAULT_MAX_OFFICE_PART_BYTES)
 
 
 def max_spreadsheet_cells() -> int:
@@ -168,19 +178,8 @@ def open_package(data: bytes, source_type: str) -> zipfile.ZipFile:
         raise OfficeReadError(f"the {extension} file is corrupt: not a readable ZIP package ({error})") from error
     if len(entries) > MAX_ZIP_ENTRIES:
         raise OfficeReadError(f"the {extension} file has {len(entries)} parts, over the limit of {MAX_ZIP_ENTRIES}")
-    limit = max_expanded_bytes()
-    total = sum(entry.file_size for entry in entries)
-    if total > limit:
-        raise OfficeReadError(
-            f"the {extension} file would expand to {total} bytes, over the limit of {limit} "
-            "(SOURCEBOUND_MAX_EXPANDED_BYTES): a zip bomb or a file to split"
-        )
-    for entry in entries:
-        if entry.file_size > BOMB_PART_BYTES and entry.file_size > BOMB_RATIO * max(entry.compress_size, 1):
-            raise OfficeReadError(
-                f"the {extension} file looks like a zip bomb: its part {entry.filename!r} expands "
-                f"{entry.file_size // max(entry.compress_size, 1)} times to {entry.file_size} bytes"
-            )
+    _check_declared_sizes(entries, extension)
+    _check_expanded_sizes(package, entries, extension)
     try:
         content_types = package.read("[Content_Types].xml").decode("utf-8", errors="replace")
     except KeyError:
@@ -197,6 +196,84 @@ def open_package(data: bytes, source_type: str) -> zipfile.ZipFile:
             raise OfficeReadError(f"the file is {_TYPE_NAMES[actual]}, not {extension}; rename it to .{actual}")
         raise OfficeReadError(f"the file's content does not match its {extension} extension: no {extension} main part")
     return package
+
+
+def _is_xml_part(name: str, extension: str) -> bool:
+    """A part a parser builds a tree from; a workbook's worksheets are streamed (openpyxl read-only mode)."""
+    if extension == ".xlsx" and _WORKSHEET_PART_RE.match(name):
+        return False
+    return name.lower().endswith((".xml", ".rels", ".vml"))
+
+
+def _too_large(extension: str, name: str, size: str, limit: int, setting: str) -> OfficeReadError:
+    return OfficeReadError(
+        f"the {extension} file's part {name!r} expands to {size} bytes, over the limit of {limit} bytes "
+        f"({setting}): a zip bomb or a file to split"
+    )
+
+
+def _check_declared_sizes(entries: list[zipfile.ZipInfo], extension: str) -> None:
+    """Refuse what the package's own directory admits to, before inflating anything."""
+    for entry in entries:
+        if entry.file_size > BOMB_PART_BYTES and entry.file_size > BOMB_RATIO * max(entry.compress_size, 1):
+            raise OfficeReadError(
+                f"the {extension} file looks like a zip bomb: its part {entry.filename!r} expands "
+                f"{entry.file_size // max(entry.compress_size, 1)} times to {entry.file_size} bytes"
+            )
+    part_limit = max_office_part_bytes()
+    for entry in entries:
+        if _is_xml_part(entry.filename, extension) and entry.file_size > part_limit:
+            raise _too_large(
+                extension, entry.filename, str(entry.file_size), part_limit, "SOURCEBOUND_MAX_OFFICE_PART_BYTES"
+            )
+    limit = max_expanded_bytes()
+    total = sum(entry.file_size for entry in entries)
+    if total > limit:
+        raise OfficeReadError(
+            f"the {extension} file would expand to {total} bytes, over the limit of {limit} "
+            "(SOURCEBOUND_MAX_EXPANDED_BYTES): a zip bomb or a file to split"
+        )
+
+
+def _check_expanded_sizes(package: zipfile.ZipFile, entries: list[zipfile.ZipInfo], extension: str) -> None:
+    """
+    Inflate every part once, 1 MiB at a time and keeping nothing, and count what comes out: the limits hold for
+    what a parser would get, whatever the directory declares (docs/api.md, "Supported file types").
+    """
+    part_limit, total_limit = max_office_part_bytes(), max_expanded_bytes()
+    total = 0
+    for entry in entries:
+        if entry.is_dir():
+            continue
+        xml = _is_xml_part(entry.filename, extension)
+        size = 0
+        try:
+            with package.open(entry) as part:
+                while chunk := part.read(_INFLATE_STEP):
+                    size += len(chunk)
+                    total += len(chunk)
+                    if xml and size > part_limit:
+                        raise _too_large(
+                            extension, entry.filename, f"more than {part_limit}", part_limit,
+                            "SOURCEBOUND_MAX_OFFICE_PART_BYTES",
+                        )  # fmt: skip
+                    if total > total_limit:
+                        raise OfficeReadError(
+                            f"the {extension} file expands to more than {total_limit} bytes, over the limit of "
+                            f"{total_limit} (SOURCEBOUND_MAX_EXPANDED_BYTES): a zip bomb or a file to split"
+                        )
+        except OfficeReadError:
+            raise
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            OSError,
+            ValueError,
+            EOFError,
+            RuntimeError,
+            NotImplementedError,
+        ) as error:  # a bad CRC (a part longer than declared), bad deflate data, an encrypted or unknown method
+            raise OfficeReadError(f"the {extension} file is corrupt: its part {entry.filename!r}: {error}") from error
 
 
 def _corrupt(extension: str, error: Exception) -> OfficeReadError:
@@ -298,6 +375,29 @@ class _DocxSection:
     blocks: list[str | list[list[str]]] = field(default_factory=list)  # paragraphs and tables
 
 
+def _paragraph_style_names(document: Any) -> Callable[[Any], str]:
+    """
+    A paragraph element -> its style name, as ``Paragraph.style.name`` answers it, from one pass over the styles.
+    python-docx looks the default style up anew for every paragraph without a style (milliseconds each: minutes
+    for a large document), so the names are resolved once here.
+    """
+    from docx.enum.style import WD_STYLE_TYPE
+
+    names = {
+        style.style_id: style.name or ""
+        for style in document.styles
+        if style.type == WD_STYLE_TYPE.PARAGRAPH and style.style_id
+    }
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    default_name = (default.name or "") if default is not None else ""
+
+    def name(element: Any) -> str:
+        style_id = element.style  # the pPr/pStyle value, None without one
+        return names.get(style_id, default_name) if style_id else default_name
+
+    return name
+
+
 def read_docx(data: bytes, max_level: int = 2) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
     """
     Read a Word document into parts: the text of each section, and the row groups of its tables.
@@ -316,6 +416,7 @@ def read_docx(data: bytes, max_level: int = 2) -> tuple[list[tuple[str, dict[str
 
         converter = DOCXToDocument(link_format="none")
         document = open_docx(io.BytesIO(data))
+        style_name = _paragraph_style_names(document)
         sections = [_DocxSection(None)]
         title: str | None = None
         for element in document.element.body.iterchildren():
@@ -324,7 +425,7 @@ def read_docx(data: bytes, max_level: int = 2) -> tuple[list[tuple[str, dict[str
                 paragraph = Paragraph(element, document)
                 # Haystack's paragraph text (links as configured), then any text boxes anchored to it.
                 text = converter._process_links_in_paragraph(paragraph).strip()
-                style = (paragraph.style.name if paragraph.style is not None else "") or ""
+                style = style_name(element)
                 heading = _HEADING_STYLE_RE.match(style.strip())
                 if style.strip().lower() == "title" and text and title is None:
                     title = text

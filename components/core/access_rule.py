@@ -19,8 +19,10 @@ A chunk is visible to a request when (docs/contract.md "Access rule")
 
 plus the request's narrowing options: ``verified_only`` (``verified == True``),
 ``exclude_tainted`` (``tainted != True``; a chunk without the flag is not tainted),
-``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule) and
-``language`` (``language == value``, an ISO 639 code; docs/contract.md, "Languages").
+``scope`` (``project``, ``user``, ``tenant`` or ``public``: only that branch of the rule),
+``language`` (``language == value``, an ISO 639 code; docs/contract.md, "Languages") and the metadata
+narrowings ``project_id`` and ``domain`` (``project_id == value``, ``domain == value`` on the chunk: the
+specification routes' project and domain filters; docs/contract.md, "Access rule").
 
 A project-scoped chunk is visible only to its owning user (``user_id``) within that
 project. A ``public`` chunk (shared product documentation, written only with the
@@ -49,7 +51,9 @@ from haystack import Document, default_from_dict, default_to_dict
 
 from components.core.language import LANGUAGE_CODE_PATTERN
 
-ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope", "language"})
+ALLOWED_OPTION_KEYS = frozenset({"verified_only", "exclude_tainted", "scope", "language", "project_id", "domain"})
+# Options that keep only chunks whose metadata field equals the value (the field has the option's name).
+META_NARROWING_KEYS = ("project_id", "domain")
 # The query `scope` values: each keeps one branch of the rule; None keeps all of them.
 QUERY_SCOPES = ("project", "user", "tenant", "public")
 # A filter no document matches, for a narrowing that leaves no branch: a contradiction, not an empty `in` list,
@@ -63,10 +67,14 @@ _MATCH_NOTHING: dict[str, Any] = {
 }
 
 
-def _flag_conditions(verified_only: bool, exclude_tainted: bool, language: str | None) -> list[dict[str, Any]]:
+def _flag_conditions(
+    verified_only: bool, exclude_tainted: bool, language: str | None, narrowing: tuple[tuple[str, str], ...] = ()
+) -> list[dict[str, Any]]:
     conditions: list[dict[str, Any]] = []
     if language is not None:
         conditions.append({"field": "meta.language", "operator": "==", "value": language})
+    for field, value in narrowing:
+        conditions.append({"field": f"meta.{field}", "operator": "==", "value": value})
     if verified_only:
         conditions.append({"field": "meta.verified", "operator": "==", "value": True})
     if exclude_tainted:
@@ -87,6 +95,9 @@ class AccessRule:
     :param exclude_tainted: Drop chunks with ``tainted == True``.
     :param scope: Narrow to one branch (``project``, ``user``, ``tenant``, ``public``); ``None`` keeps all.
     :param language: Keep only chunks whose ``language`` is this ISO 639 code; ``None`` keeps all.
+    :param in_project: Keep only chunks whose ``project_id`` is this (the request's ``filters.project_id``, a
+        filter, unlike ``project_id``, which is who asks); ``None`` keeps all.
+    :param domain: Keep only chunks whose ``domain`` is this; ``None`` keeps all.
     """
 
     tenant_id: str
@@ -97,6 +108,8 @@ class AccessRule:
     exclude_tainted: bool = True
     scope: str | None = None
     language: str | None = None
+    in_project: str | None = None
+    domain: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tenant_id, str) or not self.tenant_id.strip():
@@ -109,7 +122,7 @@ class AccessRule:
             )
         # Sorted and de-duplicated so the filter (and anything cached on it) is deterministic.
         object.__setattr__(self, "user_tags", tuple(sorted(set(tags))))
-        for name in ("user_id", "project_id"):
+        for name in ("user_id", "project_id", "in_project", "domain"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty string or None.")
@@ -125,6 +138,11 @@ class AccessRule:
             not isinstance(self.language, str) or not re.match(LANGUAGE_CODE_PATTERN, self.language)
         ):
             raise ValueError(f"language must be a lower-case ISO 639 code such as 'de', got {self.language!r}.")
+
+    def _narrowing(self) -> tuple[tuple[str, str], ...]:
+        """The metadata narrowings as ``(field, value)`` pairs, in :data:`META_NARROWING_KEYS` order."""
+        values = {"project_id": self.in_project, "domain": self.domain}
+        return tuple((field, values[field]) for field in META_NARROWING_KEYS if values[field] is not None)
 
     def _wants(self, scope: str) -> bool:
         return self.scope is None or self.scope == scope
@@ -143,7 +161,8 @@ class AccessRule:
         """
         Build the rule from request fields and the request's options dict.
 
-        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str, "language": str}``; any
+        :param options: ``{"verified_only": bool, "exclude_tainted": bool, "scope": str, "language": str,
+            "project_id": str, "domain": str}``; any
             other key is rejected, because a request's own filters must never reach the store.
         :raises ValueError: On an unknown option key, a non-boolean option, or a missing tenant / tags.
         """
@@ -166,6 +185,8 @@ class AccessRule:
             exclude_tainted=default_exclude_tainted if exclude_tainted is None else exclude_tainted,
             scope=options.get("scope"),
             language=options.get("language"),
+            in_project=options.get("project_id"),
+            domain=options.get("domain"),
         )
 
     def to_filters(self) -> dict[str, Any]:
@@ -173,7 +194,7 @@ class AccessRule:
         The Haystack filter expressing this rule: the tenant branch (one ``AND`` the store answers from its access
         keys) OR the public branch, each with the flag conditions; only the branches ``scope`` keeps.
         """
-        flags = _flag_conditions(self.verified_only, self.exclude_tainted, self.language)
+        flags = _flag_conditions(self.verified_only, self.exclude_tainted, self.language, self._narrowing())
         scope_branches: list[dict[str, Any]] = []
         if self._wants("tenant"):
             scope_branches.append({"field": "meta.scope", "operator": "==", "value": "tenant"})
@@ -248,6 +269,9 @@ class AccessRule:
             return "tainted while exclude_tainted is set"
         if self.language is not None and meta.get("language") != self.language:
             return f"language is not {self.language!r}"
+        for field, value in self._narrowing():
+            if meta.get(field) != value:
+                return f"{field} is not {value!r}"
         return None
 
     def allows(self, document: Document) -> bool:
@@ -265,6 +289,8 @@ class AccessRule:
             "exclude_tainted": self.exclude_tainted,
             "scope": self.scope,
             "language": self.language,
+            "in_project": self.in_project,
+            "domain": self.domain,
         }
 
 

@@ -84,10 +84,12 @@ SOURCE_META_FIELDS = (
     "provenance_id",
     "embedding_model",
 )
-CHUNK_ONLY_META_FIELDS = ("chunk_index", "chunk_hash", "token_count", "page_number", "section")
+# ``indexed_at``: when the chunk was written (ISO 8601 UTC), what stale documents are measured by
+# (docs/contract.md, "Feedback and knowledge gaps").
+CHUNK_ONLY_META_FIELDS = ("chunk_index", "chunk_hash", "token_count", "page_number", "section", "indexed_at")
 CHUNK_META_FIELDS = SOURCE_META_FIELDS + CHUNK_ONLY_META_FIELDS
 # Fields the pipeline computes; a caller's meta may not set them.
-COMPUTED_META_FIELDS = frozenset({"chunk_index", "chunk_hash", "token_count", "embedding_model"})
+COMPUTED_META_FIELDS = frozenset({"chunk_index", "chunk_hash", "token_count", "embedding_model", "indexed_at"})
 
 
 class IndexingValidationError(SourceboundError, ValueError):
@@ -150,6 +152,22 @@ def derive_document_id(tenant_id: str, source: str) -> str:
     """
     digest = hashlib.sha256(f"{tenant_id}\n{source}".encode()).hexdigest()
     return f"doc-{digest[:20]}"
+
+
+def document_id_for(external_id: str, prefix: str = "") -> str:
+    """
+    The ``document_id`` of a document another system names (a DATS ``artifact_id``, a plan ``source_id``): the
+    id itself when it is a valid document id (with ``prefix``), else a readable slug of it and a hash of it, so
+    the same external id always names the same document (docs/api.md, "Specification routes").
+
+    :returns: A string matching ``[A-Za-z0-9-]+`` of at most ``MAX_DOCUMENT_ID_CHARS`` characters.
+    """
+    candidate = f"{prefix}{external_id}"
+    if document_id_problem(candidate) is None:
+        return candidate
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", external_id).strip("-")[:60].strip("-")
+    digest = hashlib.sha256(external_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{prefix}{slug}-{digest}" if slug else f"{prefix}id-{digest}"
 
 
 def document_id_problem(document_id: Any) -> str | None:

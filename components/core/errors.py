@@ -39,6 +39,10 @@ class InvalidRequestError(SourceboundError, ValueError):
     """A request a service refuses as it stands (e.g. two histories at once); the message names the field (422)."""
 
 
+class PermissionDeniedError(SourceboundError, PermissionError):
+    """The requester's grant does not cover what was asked (HTTP 403); the message names the rule."""
+
+
 class WriteForbiddenError(SourceboundError, PermissionError):
     """A write the caller may not make (docs/contract.md, "Write rule"); nothing was written."""
 

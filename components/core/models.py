@@ -116,6 +116,10 @@ class SearchFilters(BaseModel):
     language: str | None = Field(
         None, pattern=LANGUAGE_CODE_PATTERN, description="Only chunks in this language (ISO 639 code, e.g. 'de')."
     )
+    # Metadata filters (docs/contract.md, "Access rule"): only chunks whose field equals the value. Unlike the
+    # top-level project_id (who asks, for project-scoped documents), filters.project_id narrows by the chunk's project.
+    project_id: Identifier | None = Field(None, description="Only chunks whose project_id is this.")
+    domain: Identifier | None = Field(None, description="Only chunks whose domain is this.")
 
 
 class _Identity(BaseModel):
@@ -253,18 +257,20 @@ class RAGResponse(BaseModel):
     # Only with SOURCEBOUND_DEBUG_REMOVED_SENTENCES (docs/contract.md, "Answers"): the LLM answer's sentences the
     # verifier removed (uncited or unsupported by the chunk they cite), with the reason and support score.
     removed_sentences: list[dict[str, Any]] | None = None
+    # The query-log row of this answer, for ``POST /feedback`` (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
         # Every serialisation (ours, FastAPI's response model) shows these fields only when they are set.
         data = handler(self)
-        for name in ("ungrounded_draft", "conversation_id", "removed_sentences"):
+        for name in ("ungrounded_draft", "conversation_id", "removed_sentences", "query_id"):
             if getattr(self, name) is None:
                 data.pop(name, None)
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id`` and ``removed_sentences`` only when set."""
+        """The JSON-ready dict; the optional fields (draft, conversation, removed sentences, query id) when set."""
         return self.model_dump(mode="json")
 
 
@@ -284,6 +290,9 @@ class SearchResult(BaseModel):
     public: bool = False
     # The chunk's language (ISO 639 code; given at indexing or detected), None when unknown.
     language: str | None = None
+    # The artifact and provenance ids the document was indexed with (meta), None when it had none.
+    artifact_id: str | None = None
+    provenance_id: str | None = None
 
 
 class SearchMetadata(BaseModel):
@@ -305,6 +314,15 @@ class SearchResponse(BaseModel):
     metadata: SearchMetadata
     # Why ``results`` is empty (nothing visible matched, or nothing reached RAG_SEARCH_MIN_SIMILARITY); null otherwise.
     empty_reason: str | None = None
+    # The query-log row of this search, set by the server (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_query_id(self, handler):  # unannotated: the schema stays the fields' schema
+        data = handler(self)
+        if self.query_id is None:
+            data.pop("query_id", None)
+        return data
 
 
 class EnrichRequest(_Identity):
@@ -318,6 +336,8 @@ class EnrichRequest(_Identity):
 
     message: str = Field(max_length=MAX_QUERY_CHARS)
     top_k: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_CHUNKS)
+    # Narrows to one branch of the access rule, as on search and RAG; it can never widen.
+    scope: Literal["project", "user", "tenant", "public"] | None = None
 
     @field_validator("message")
     @classmethod
@@ -345,6 +365,15 @@ class EnrichResponse(BaseModel):
     context_chunks_used: int = Field(ge=0)
     tokens_used: int = Field(ge=0)
     empty_reason: str | None = None
+    # The query-log row of this enrichment, set by the server (docs/contract.md, "Feedback and knowledge gaps").
+    query_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_query_id(self, handler):  # unannotated: the schema stays the fields' schema
+        data = handler(self)
+        if self.query_id is None:
+            data.pop("query_id", None)
+        return data
 
 
 __all__ = [

@@ -75,6 +75,10 @@ _SENTENCE_END_RE = regex.compile(
     rf"(?<=[.!?])\s+(?=[\"'“„«‹(\[]?[\p{{Lu}}\p{{Lt}}\p{{N}}{_CJK}])"
     rf"|(?<=[。！？｡])\s*(?=\S)|(?<=[!?])(?=[{_CJK}])|(?<=\p{{Greek}}[;])\s+(?=\p{{Lu}})"
 )
+# The same rule for ASCII text (where the Unicode classes reduce to ASCII ones and the CJK and Greek branches cannot
+# match; `regex`'s \s is these six characters there), with the standard `re` engine: ~12x faster on a chunk's lines,
+# and a request's reader splits every context chunk (tests check both agree on ASCII text).
+_ASCII_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[\t\n\x0b\x0c\r ]+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def find_source_ids(text: str) -> list[str]:
@@ -360,6 +364,9 @@ def _logical_lines(text: str) -> list[str]:
 # Languages that write ordinal numbers with a dot (German "am 31. März"): there a number and a dot end no sentence.
 _ORDINAL_DOT_LANGUAGES = frozenset({"de", "pl", "cs", "sk", "da", "nb", "no", "fi", "hu", "sl", "hr", "sr", "et", "lv"})
 _ORDINAL_END_RE = re.compile(r"(?<![\d.,])\b\d{1,2}\.$")
+# A part can end with an ordinal only where the text has a digit, a dot and a space (the split that made the part):
+# without one there is nothing to re-join, so the language need not be detected (~10 ms for a non-ASCII chunk).
+_ORDINAL_CANDIDATE_RE = regex.compile(r"\d\.\s")
 
 
 def sentence_blocks(text: str) -> list[list[str]]:
@@ -370,12 +377,13 @@ def sentence_blocks(text: str) -> list[list[str]]:
     Sentences end as :func:`split_sentences` says.
     """
     blocks: list[list[str]] = []
-    ordinal_dots = text_language(text or "") in _ORDINAL_DOT_LANGUAGES
+    ordinal_dots = bool(_ORDINAL_CANDIDATE_RE.search(text or "")) and text_language(text) in _ORDINAL_DOT_LANGUAGES
     for line in _logical_lines(text):
         line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+)", "", line).strip()
         if not line:
             continue
-        parts = [part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip()]
+        pattern = _ASCII_SENTENCE_END_RE if line.isascii() else _SENTENCE_END_RE
+        parts = [part.strip() for part in pattern.split(line) if part.strip()]
         if ordinal_dots:
             parts = join_ordinals(parts)
         if parts:

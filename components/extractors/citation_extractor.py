@@ -70,6 +70,10 @@ class CitationExtractor:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, snippet_chars: int = 200) -> None:
         """
         :param snippet_chars: Length of ``snippet`` before ``...`` is appended.

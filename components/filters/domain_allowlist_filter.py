@@ -39,6 +39,10 @@ CACHE_LIMIT = 65_536
 class DomainAllowlistFilter:
     """Drops retrieved chunks whose web address is outside the allowed domains."""
 
+    # run() changes none of its inputs and keeps none of them (the decision cache holds URI strings only): the
+    # planned pipeline passes them without a defensive copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, allowed_domains: list[str] | str | None = None) -> None:
         """
         Create the filter.

@@ -29,6 +29,10 @@ class DuplicateChunkFilter:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, threshold: float = 0.9, shingle_size: int = 3) -> None:
         """
         :param threshold: Similarity above which the lower-ranked chunk is dropped (``RAG_CHUNK_OVERLAP_THRESHOLD``).

@@ -25,6 +25,10 @@ class PerDocumentLimiter:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, max_chunks_per_doc: int = 3, top_k: int = 5) -> None:
         """
         :param max_chunks_per_doc: Most chunks kept from one document.

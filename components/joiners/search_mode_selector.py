@@ -46,6 +46,10 @@ class SearchModeSelector:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, top_k: int = 5) -> None:
         """
         :param top_k: Results when the run does not say.

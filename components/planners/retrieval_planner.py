@@ -28,6 +28,7 @@ class RetrievalPlanner:
         over_fetch_factor: int = 3,
         max_context_chunks: int = 20,
         tie_margin: int = 5,
+        raw_candidates: int = 0,
     ) -> None:
         """
         :param default_context_chunks: Context chunks when the request does not say (``RAG_TOTAL_CONTEXT_CHUNKS``).
@@ -35,9 +36,12 @@ class RetrievalPlanner:
         :param max_context_chunks: The most a request may ask for.
         :param tie_margin: Extra candidates fetched beyond those considered, so score ties at the cut-off resolve
             deterministically.
+        :param raw_candidates: Fetch at least this many before re-scoring and cutting (``RAG_TOP_K_RAW``); 0: only
+            what is considered.
         """
-        if not isinstance(tie_margin, int) or isinstance(tie_margin, bool) or tie_margin < 0:
-            raise ValueError(f"tie_margin must be a non-negative integer, got {tie_margin!r}.")
+        for name, value in (("tie_margin", tie_margin), ("raw_candidates", raw_candidates)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
         for name, value in (
             ("default_context_chunks", default_context_chunks),
             ("over_fetch_factor", over_fetch_factor),
@@ -51,6 +55,7 @@ class RetrievalPlanner:
         self.over_fetch_factor = over_fetch_factor
         self.max_context_chunks = max_context_chunks
         self.tie_margin = tie_margin
+        self.raw_candidates = raw_candidates
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -60,6 +65,7 @@ class RetrievalPlanner:
             over_fetch_factor=self.over_fetch_factor,
             max_context_chunks=self.max_context_chunks,
             tie_margin=self.tie_margin,
+            raw_candidates=self.raw_candidates,
         )
 
     @classmethod
@@ -78,4 +84,5 @@ class RetrievalPlanner:
         if not isinstance(chunks, int) or isinstance(chunks, bool) or not 1 <= chunks <= self.max_context_chunks:
             raise ValueError(f"max_context_chunks must be between 1 and {self.max_context_chunks}, got {chunks!r}.")
         candidates = chunks * self.over_fetch_factor
-        return {"fetch_top_k": candidates + self.tie_margin, "candidate_top_k": candidates, "context_top_k": chunks}
+        fetched = max(candidates, self.raw_candidates) + self.tie_margin
+        return {"fetch_top_k": fetched, "candidate_top_k": candidates, "context_top_k": chunks}

@@ -8,6 +8,8 @@ order:
   exactly the SourceId a citation uses (``[SourceId: doc-abc123:2]``);
 * ``chunk_hash`` (SHA-256 of the chunk text) and ``token_count`` (tiktoken; the
   chunker's count is kept when present);
+* ``indexed_at``: when this run wrote it (ISO 8601 UTC, one time per run), so stale documents can be found
+  (docs/contract.md, "Feedback and knowledge gaps");
 * every other field of the data model (``document_identity.CHUNK_META_FIELDS``),
   ``None`` when unknown, and ``verified``/``tainted`` as booleans.
 
@@ -25,6 +27,7 @@ chunks[0].id  # 'doc-…:0'
 ```
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -65,6 +68,7 @@ class ChunkMetadataEnricher:
         """
         next_index: dict[tuple[str, str], int] = {}
         enriched = []
+        indexed_at = datetime.now(UTC).isoformat()
         for chunk in documents:
             meta = dict(chunk.meta)
             problem = document_id_problem(meta.get("document_id"))
@@ -84,6 +88,7 @@ class ChunkMetadataEnricher:
                 meta["token_count"] = count_tokens(content, self.encoding)
             meta["verified"] = bool(meta.get("verified", False))
             meta["tainted"] = bool(meta.get("tainted", False))
+            meta["indexed_at"] = indexed_at
             for field in CHUNK_META_FIELDS:
                 meta.setdefault(field, None)
             enriched.append(Document(id=f"{meta['document_id']}:{index}", content=content, meta=meta))

@@ -21,6 +21,11 @@ the primary tag when there is one and uses ``"system"`` when there is none.
 
 ``grounded`` is true only when the action is CITE and every answer sentence
 carries at least one valid citation.
+
+``primary_tag`` is that primary tag for every answer, cited or routed (``None`` without one): the tag a
+question is filed under in the knowledge gaps, so a thumbs-down on a cited answer reaches the owner the
+router would name (docs/contract.md, "Feedback and knowledge gaps"). The YAML leaves it unconnected; the
+query service reads it.
 """
 
 import asyncio
@@ -113,6 +118,30 @@ class TagRouter:
             "fallback": True,
         }
 
+    def _owner(self, tenant_id: str, tag: str) -> tuple[Any, str | None]:
+        """The tag's owner in ``tenant_id`` (with an email), or ``None`` and why not."""
+        if not tenant_id:
+            return None, f"no tenant for tag '{tag}'"
+        owner = self._directory.lookup(tenant_id, tag)
+        if owner is None or owner.owner_user_id is None:
+            return None, f"no owner for tag '{tag}'"
+        if owner.owner_email is None:
+            return None, f"owner user not found for tag '{tag}'"
+        return owner, None
+
+    def owner_of(self, tenant_id: str, tag: str | None) -> dict[str, Any]:
+        """
+        Whom a question filed under ``tag`` goes to, by the rule :meth:`route_target` applies (the knowledge gaps
+        name the same owner as the router): ``{"tag", "owner_user_id", "owner_email", "fallback"}``.
+        """
+        owner = self._owner(tenant_id, tag)[0] if tag and tag != NO_TAG else None
+        return {
+            "tag": tag or NO_TAG,
+            "owner_user_id": owner.owner_user_id if owner is not None else None,
+            "owner_email": owner.owner_email if owner is not None else self.admin_email,
+            "fallback": owner is None,
+        }
+
     def route_target(
         self, documents: list[Document], tenant_id: str, user_tags: list[str], reason: str
     ) -> dict[str, Any]:
@@ -122,13 +151,9 @@ class TagRouter:
         tag = primary_tag(documents, user_tags)
         if tag is None:
             return self._fallback(None, f"{reason}; no tags in context")
-        if not tenant_id:
-            return self._fallback(tag, f"{reason}; no tenant for tag '{tag}'")
-        owner = self._directory.lookup(tenant_id, tag)
-        if owner is None or owner.owner_user_id is None:
-            return self._fallback(tag, f"{reason}; no owner for tag '{tag}'")
-        if owner.owner_email is None:
-            return self._fallback(tag, f"{reason}; owner user not found for tag '{tag}'")
+        owner, problem = self._owner(tenant_id, tag)
+        if problem is not None:
+            return self._fallback(tag, f"{reason}; {problem}")
         return {
             "tag": tag,
             "owner_user_id": owner.owner_user_id,
@@ -150,7 +175,7 @@ class TagRouter:
             return f"Answer cites no context (confidence {overall}%)"
         return None
 
-    @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool)
+    @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool, primary_tag=str | None)
     def run(
         self,
         confidence: dict[str, Any],
@@ -167,7 +192,8 @@ class TagRouter:
         :param user_tags: The requester's tags.
         :param citations: The valid citations of the answer.
         :param all_sentences_cited: Whether every answer sentence carries a valid citation.
-        :returns: ``action`` (``CITE``/``ROUTE``), ``route_to`` (``None`` for CITE) and ``grounded``.
+        :returns: ``action`` (``CITE``/``ROUTE``), ``route_to`` (``None`` for CITE), ``grounded`` and
+            ``primary_tag`` (the requester's most common context tag, ``None`` without one).
         """
         reason = self.decide(confidence, documents, citations)
         tag_span(
@@ -178,15 +204,17 @@ class TagRouter:
                 "sourcebound.route_reason": reason,
             }
         )
+        tag = primary_tag(documents, user_tags)
         if reason is None:
-            return {"action": "CITE", "route_to": None, "grounded": bool(all_sentences_cited)}
+            return {"action": "CITE", "route_to": None, "grounded": bool(all_sentences_cited), "primary_tag": tag}
         return {
             "action": "ROUTE",
             "route_to": self.route_target(documents, tenant_id, user_tags, reason),
             "grounded": False,
+            "primary_tag": tag,
         }
 
-    @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool)
+    @component.output_types(action=str, route_to=dict[str, Any] | None, grounded=bool, primary_tag=str | None)
     async def run_async(
         self,
         confidence: dict[str, Any],

@@ -62,6 +62,10 @@ class DenseSimilarityScorer:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, min_similarity: float = 0.3, keep_embeddings: bool = False) -> None:
         """
         :param min_similarity: Minimum cosine similarity to keep a candidate (``RAG_MIN_SIMILARITY_SCORE``).

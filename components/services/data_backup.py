@@ -1,9 +1,11 @@
 """
 Online backup, verification and restore of a sourcebound data directory (docs/operations.md, "Backup and restore").
 
-A backup is a directory: the files of the data directory at one point in time and ``manifest.json``
+A backup is a directory: the files of the data directory at one point in time, ``manifest.json``
 (format version, sourcebound version, embedding and sparse model, chunk and document counts per tenant,
-size, mode and SHA-256 of every file). How each file is taken:
+size, mode and SHA-256 of every file) and ``manifest.hmac``, the manifest's HMAC-SHA256 under the backup key, a key
+kept outside the data directory and the backup (``components.services.backup_key``): a restore refuses a backup
+whose manifest was rewritten, so no file can be changed or added unnoticed. How each file is taken:
 
 - the Qdrant Edge shard folder: copied while writers run, then, while the store holds writers back
   (``writes_paused``; queries go on) and after a flush, compared block by block and brought up to date, so the
@@ -48,11 +50,20 @@ from typing import Any
 
 from components.core.errors import SourceboundError
 from components.document_stores.qdrant_edge.shard import LOCK_FILE_NAME, folder_holder
+from components.services.backup_key import (
+    BackupKey,
+    BackupKeyError,
+    check_manifest_code,
+    load_key,
+    manifest_code,
+)
 from components.stores.state import database_url
 
 FORMAT = "sourcebound-backup"
-FORMAT_VERSION = 1
+# 2: the manifest is authenticated (manifest.hmac). A version 1 backup restores only when asked explicitly.
+FORMAT_VERSION = 2
 MANIFEST_NAME = "manifest.json"
+CODE_NAME = "manifest.hmac"
 # The file a running server writes into its data directory (its address and a local admin credential).
 SERVER_FILE_NAME = "server.json"
 # Never part of a backup: SQLite's side files (the backup API folds them in), lock and server files.
@@ -271,6 +282,7 @@ def create_backup(
     sparse: dict[str, Any] | None = None,
     sourcebound_version: str = "unknown",
     hold: Callable[[], AbstractContextManager] | None = None,
+    key: BackupKey | None = None,
 ) -> dict[str, Any]:
     """
     Write a backup of ``data_dir`` to the new directory ``target``.
@@ -284,13 +296,20 @@ def create_backup(
     :param sourcebound_version: Recorded in the manifest.
     :param hold: Optional context manager factory held together with the store's pause, for writers above the
         store (the server's index lock), so no request is half written into the copy.
-    :returns: The manifest, with ``write_pause_s`` (how long writers were held back) and ``seconds`` (total).
-    :raises BackupError: If ``target`` exists, a file cannot be read, or the disk is full; nothing is left at
-        ``target`` and the data directory is untouched.
+    :param key: The backup key; ``None`` loads it (``backup_key.load_key``), creating the key file on first use.
+    :returns: The manifest, with ``write_pause_s`` (how long writers were held back), ``seconds`` (total) and
+        ``key_id`` (the key that authenticates it).
+    :raises BackupError: If ``target`` exists, a file cannot be read, the disk is full, or the key file is missing
+        and cannot be created or lies inside the data directory; nothing is left at ``target`` and the data
+        directory is untouched.
     """
     started = time.perf_counter()
     data_dir = Path(data_dir).resolve()
     target = Path(target).absolute()
+    try:
+        key = key if key is not None else load_key(create=True, data_dir=data_dir)
+    except BackupKeyError as error:
+        raise BackupError(str(error)) from error
     if target.exists() or target.is_symlink():
         raise BackupError(f"{target} already exists; a backup is written to a new path.")
     if database_url() is not None:
@@ -346,11 +365,15 @@ def create_backup(
             "write_pause_s": round(write_pause_s, 4),
             "files": files,
         }
-        manifest_path = partial / MANIFEST_NAME
-        with open(manifest_path, "w", encoding="utf-8") as handle:
-            json.dump(manifest, handle, indent=2, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
+        manifest_bytes = json.dumps(manifest, indent=2, sort_keys=True).encode("utf-8")
+        for name, content in (
+            (MANIFEST_NAME, manifest_bytes),
+            (CODE_NAME, json.dumps(manifest_code(key, manifest_bytes), indent=2).encode("utf-8")),
+        ):
+            with open(partial / name, "wb") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
         _fsync_dir(partial)
         # Last step: the complete backup appears under its name at once.
         if target.exists():
@@ -367,6 +390,7 @@ def create_backup(
         raise
     manifest["seconds"] = round(time.perf_counter() - started, 3)
     manifest["path"] = str(target)
+    manifest["key_id"] = key.key_id
     return manifest
 
 
@@ -488,15 +512,54 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
-def verify_backup(backup: str | os.PathLike) -> dict[str, Any]:
+def authenticate_backup(
+    backup: str | os.PathLike, key: BackupKey | None = None, allow_unauthenticated: bool = False
+) -> None:
     """
-    Check a backup completely: manifest, that every file listed is there with its size and SHA-256, and that
-    no file is there that the manifest does not list.
+    Check ``manifest.hmac`` against the manifest's bytes under the backup key (the key is never in the backup).
 
-    :returns: The manifest.
-    :raises BackupError: Naming the first missing, truncated, altered or unexpected file.
+    :param key: The backup key; ``None`` loads it (``backup_key.load_key``; never created here).
+    :param allow_unauthenticated: Accept a format 1 backup (made before backups were authenticated) without one.
+    :raises BackupError: No key, another key, a changed manifest, or a missing code.
     """
     backup = Path(backup)
+    manifest = read_manifest(backup)
+    code_path = backup / CODE_NAME
+    if not code_path.is_file():
+        if manifest["format_version"] < 2 and allow_unauthenticated:
+            logger.warning("Restoring %s without authenticating it (a format 1 backup, as asked).", backup)
+            return
+        if manifest["format_version"] < 2:
+            raise BackupError(
+                f"{backup} was made before backups were authenticated (format 1, no {CODE_NAME}): nothing proves it "
+                "was not changed since. Restore it only if you trust where it was kept: pass --unauthenticated."
+            )
+        raise BackupError(f"{backup} has no {CODE_NAME}: its manifest cannot be authenticated; refusing it.")
+    try:
+        key = key if key is not None else load_key(create=False)
+        code = json.loads(code_path.read_text(encoding="utf-8"))
+        check_manifest_code(key, (backup / MANIFEST_NAME).read_bytes(), code)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BackupError(f"{code_path} is damaged ({error}); the backup cannot be authenticated.") from error
+    except BackupKeyError as error:
+        raise BackupError(str(error)) from error
+
+
+def verify_backup(
+    backup: str | os.PathLike, key: BackupKey | None = None, allow_unauthenticated: bool = False
+) -> dict[str, Any]:
+    """
+    Check a backup completely: its manifest is authenticated by the backup key (:func:`authenticate_backup`), every
+    file listed is there with its size and SHA-256, and no file is there that the manifest does not list.
+
+    :param key: The backup key; ``None`` loads it.
+    :param allow_unauthenticated: Accept a format 1 backup without an authentication code.
+    :returns: The manifest.
+    :raises BackupError: Naming the problem: no key or another key, a changed manifest, or the first missing,
+        truncated, altered or unexpected file.
+    """
+    backup = Path(backup)
+    authenticate_backup(backup, key, allow_unauthenticated)
     manifest = read_manifest(backup)
     for relative, entry in sorted(manifest["files"].items()):
         path = _inside(backup, relative)
@@ -510,7 +573,7 @@ def verify_backup(backup: str | os.PathLike) -> dict[str, Any]:
             )
         if sha256_file(path) != entry.get("sha256"):
             raise BackupError(f"The backup is damaged: {relative} does not match its SHA-256 checksum.")
-    listed = set(manifest["files"]) | {MANIFEST_NAME}
+    listed = set(manifest["files"]) | {MANIFEST_NAME, CODE_NAME}
     for path in _files(backup):
         relative = path.relative_to(backup).as_posix()
         if relative not in listed:
@@ -557,13 +620,16 @@ def restore_backup(
     embedding: dict[str, Any],
     replace: bool = False,
     store_definition: dict[str, Any] | None = None,
+    key: BackupKey | None = None,
+    allow_unauthenticated: bool = False,
 ) -> dict[str, Any]:
     """
     Restore a verified backup into ``data_dir``.
 
-    Everything is checked before anything is written: the manifest, every checksum, the embedding model and
-    dimension. The files are copied to a temporary directory beside ``data_dir``, checked again (and, with
-    ``store_definition``, opened and counted against the manifest), then renamed into place. With ``replace`` the
+    Everything is checked before anything is written: the manifest's authentication code under the backup key,
+    every checksum, the embedding model and dimension. The files are copied to a temporary directory beside
+    ``data_dir``, checked again (and, with ``store_definition``, opened and counted against the manifest), then
+    renamed into place. With ``replace`` the
     existing data directory is renamed aside first and deleted only once the restored one is in place.
 
     :param backup: The backup directory.
@@ -573,14 +639,15 @@ def restore_backup(
     :param store_definition: The data directory's store (``{"type", "init_parameters"}`` from the indexing
         pipeline): the restored shard is opened with its settings and counted against the manifest before it is
         moved in.
+    :param key: The backup key; ``None`` loads it (``SOURCEBOUND_BACKUP_KEY`` or its file).
+    :param allow_unauthenticated: Restore a format 1 backup, which has no authentication code.
     :returns: ``{"path", "backup", "counts", "files", "replaced"}``.
     :raises BackupError: On any refusal; ``data_dir`` is then as it was.
     """
     backup = Path(backup).absolute()
     data_dir = Path(data_dir).absolute()
-    manifest = verify_backup(backup)
-    check_compatible(manifest, embedding)
-    store_path = str((manifest.get("store") or {}).get("path") or "qdrant")
+    # Where the target stands is checked first (cheap, and the fix an operator needs first); then the backup.
+    store_path = str((read_manifest(backup).get("store") or {}).get("path") or "qdrant")
     if data_dir.exists() and not data_dir.is_dir():
         raise BackupError(f"{data_dir} is a file; restore into a directory.")
     existing = data_dir.exists() and any(data_dir.iterdir())
@@ -595,6 +662,9 @@ def restore_backup(
                 f"{data_dir} is not empty; restore into an empty or new directory, or pass --replace to replace it "
                 "(the current one is kept aside until the restore has succeeded)."
             )
+    manifest = verify_backup(backup, key, allow_unauthenticated)
+    check_compatible(manifest, embedding)
+    store_path = str((manifest.get("store") or {}).get("path") or "qdrant")  # as authenticated
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = data_dir.parent / f".{data_dir.name}.restoring-{os.getpid()}-{secrets.token_hex(4)}"
     aside: Path | None = None
@@ -604,7 +674,8 @@ def restore_backup(
             source = _inside(backup, relative)
             target = staging / relative
             _copy_file(source, target)
-            os.chmod(target, int(entry.get("mode", 0o600)) & 0o777)
+            # Private whatever the manifest says (docs/operations.md, "Running the service").
+            os.chmod(target, int(entry.get("mode", 0o600)) & 0o700)
             if sha256_file(target) != entry["sha256"]:
                 raise BackupError(f"{relative} changed while it was restored; nothing was restored.")
         if store_definition is not None:

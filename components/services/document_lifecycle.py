@@ -11,10 +11,13 @@ exactly like an id that does not exist.
 
 * :func:`invalidate` removes all chunks of one or many documents in one store
   update, so a search right after returns zero results from them;
+* :func:`invalidate_artifacts` does the same for the documents indexed with given ``artifact_id`` values,
+  whatever their ``document_id`` (:func:`artifact_documents` finds them);
 * :func:`set_flags` sets ``tainted``/``verified`` on every chunk of the documents
   without re-embedding (retrieval's ``exclude_tainted``/``verified_only`` read them);
 * :func:`delete_tenant` removes everything of a tenant;
 * :func:`delete_user` removes a user's private documents (``user`` and ``project`` scope owned by the user);
+  both are erasures (:func:`erase_by_filter`): the store's files no longer hold the chunks when they return;
 * :func:`stats` counts chunks, documents and flags, per tenant.
 
 Each returns what the API responds and what the index event log records
@@ -31,6 +34,7 @@ set_flags(store, "acme", ["doc-3"], tainted=True)  # 4 (chunks updated)
 ```
 """
 
+import inspect
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -134,6 +138,108 @@ def invalidate(
     }
 
 
+def document_chunks(store: DocumentStore, tenant_id: str, document_id: str) -> int:
+    """The number of chunks one document of one tenant has in the store."""
+    return count_by_filter(store, tenant_document_filter(_check_tenant(tenant_id), document_id))
+
+
+MAX_ARTIFACT_ID_CHARS = 256
+
+
+def _check_artifact_ids(artifact_ids: Iterable[str] | str) -> list[str]:
+    if isinstance(artifact_ids, str):
+        artifact_ids = [artifact_ids]
+    ids = list(dict.fromkeys(artifact_ids or []))
+    if not ids:
+        raise LifecycleError("artifact_ids must name at least one artifact")
+    for one in ids:
+        if not isinstance(one, str) or not one.strip() or len(one) > MAX_ARTIFACT_ID_CHARS:
+            raise LifecycleError(f"artifact id {one!r} must be 1..{MAX_ARTIFACT_ID_CHARS} characters, not blank")
+        if any(ord(char) < 32 for char in one):
+            raise LifecycleError(f"artifact id {one!r} contains control characters")
+    return ids
+
+
+def artifact_filter(tenant_id: str, artifact_ids: list[str]) -> dict[str, Any]:
+    """Haystack filter for the chunks of one tenant indexed with any of ``artifact_ids``."""
+    return {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.tenant_id", "operator": "==", "value": tenant_id},
+            {"field": "meta.artifact_id", "operator": "in", "value": list(artifact_ids)},
+        ],
+    }
+
+
+def artifact_documents(store: DocumentStore, tenant_id: str, artifact_ids: Iterable[str] | str) -> dict[str, list[str]]:
+    """
+    The documents of one tenant indexed with each artifact id (its chunks' ``meta.artifact_id``), whatever their
+    ``document_id``.
+
+    :returns: ``{artifact_id: [document_id, ...]}`` for the artifacts found (ids in first-seen order).
+    :raises LifecycleError: If ``tenant_id`` is missing or an artifact id is blank or malformed.
+    """
+    tenant_id = _check_tenant(tenant_id)
+    ids = _check_artifact_ids(artifact_ids)
+    found: dict[str, dict[str, None]] = {}
+    for chunk in store.filter_documents(artifact_filter(tenant_id, ids)):
+        artifact, document = chunk.meta.get("artifact_id"), chunk.meta.get("document_id")
+        if isinstance(artifact, str) and isinstance(document, str):
+            found.setdefault(artifact, {})[document] = None
+    return {artifact: list(found[artifact]) for artifact in ids if artifact in found}
+
+
+def invalidate_artifacts(
+    store: DocumentStore,
+    tenant_id: str,
+    artifact_ids: Iterable[str] | str,
+    reason: str | None = None,
+    cascade_id: str | None = None,
+    writer: WriteRule | None = None,
+) -> dict[str, Any]:
+    """
+    Remove every chunk of the documents one tenant indexed with the given artifact ids, in one store update.
+
+    :param writer: The caller's write rule; a document it may not change stays, and an artifact left with none
+        reads as not found (docs/contract.md, "Write rule"). ``None``: the operator.
+
+    :returns: ``{"invalidated": artifacts that had chunks, "chunks_removed", "cascade_id", "reason", "tenant_id",
+        "artifact_ids", "document_ids": the documents removed, "artifacts": [{"artifact_id", "document_ids",
+        "chunks_removed"}], "not_found": [...], "at": ISO time}``.
+    :raises LifecycleError: If ``tenant_id`` is missing or an artifact id is malformed.
+    """
+    tenant_id = _check_tenant(tenant_id)
+    ids = _check_artifact_ids(artifact_ids)
+    documents = artifact_documents(store, tenant_id, ids)
+    allowed = set(writable_ids(store, tenant_id, [one for found in documents.values() for one in found], writer))
+    documents = {artifact: [one for one in found if one in allowed] for artifact, found in documents.items()}
+    chunks = {
+        document: count_by_filter(store, tenant_document_filter(tenant_id, document))
+        for document in dict.fromkeys(one for found in documents.values() for one in found)
+    }
+    removed = store.delete_by_filter(tenant_document_filter(tenant_id, list(chunks))) if chunks else 0
+    per_artifact = [
+        {
+            "artifact_id": artifact,
+            "document_ids": documents.get(artifact, []),
+            "chunks_removed": sum(chunks[document] for document in documents.get(artifact, [])),
+        }
+        for artifact in ids
+    ]
+    return {
+        "invalidated": sum(1 for entry in per_artifact if entry["chunks_removed"]),
+        "chunks_removed": removed,
+        "cascade_id": cascade_id,
+        "reason": reason,
+        "tenant_id": tenant_id,
+        "artifact_ids": ids,
+        "document_ids": list(chunks),
+        "artifacts": per_artifact,
+        "not_found": [entry["artifact_id"] for entry in per_artifact if not entry["chunks_removed"]],
+        "at": _now(),
+    }
+
+
 def set_flags(
     store: DocumentStore,
     tenant_id: str,
@@ -168,7 +274,20 @@ def delete_tenant(store: DocumentStore, tenant_id: str) -> int:
     :returns: The number of chunks removed.
     :raises LifecycleError: If ``tenant_id`` is missing.
     """
-    return store.delete_by_filter(tenant_filter(_check_tenant(tenant_id)))
+    return erase_by_filter(store, tenant_filter(_check_tenant(tenant_id)))
+
+
+def erase_by_filter(store: DocumentStore, filters: dict[str, Any]) -> int:
+    """
+    Delete the chunks matching ``filters`` as an erasure (docs/contract.md "Deletion"): on a store that can purge
+    (the Qdrant Edge store) no file of it holds them when this returns. A Qdrant server reclaims the space of
+    deleted points with its own optimiser.
+
+    :returns: The number of chunks removed.
+    """
+    if "purge" in inspect.signature(store.delete_by_filter).parameters:
+        return store.delete_by_filter(filters, purge=True)
+    return store.delete_by_filter(filters)
 
 
 def user_documents_filter(user_id: str, tenant_id: str | None = None) -> dict[str, Any]:
@@ -197,7 +316,7 @@ def delete_user(store: DocumentStore, user_id: str, tenant_id: str | None = None
         raise LifecycleError("user_id is required")
     if tenant_id is not None:
         _check_tenant(tenant_id)
-    return store.delete_by_filter(user_documents_filter(user_id, tenant_id))
+    return erase_by_filter(store, user_documents_filter(user_id, tenant_id))
 
 
 def stats(store: DocumentStore, tenant_id: str | None = None) -> dict[str, Any]:

@@ -57,6 +57,9 @@ class EnrichmentService:
             "filters": validated.filters.model_dump(exclude_none=True) if validated.filters else None,
             "top_k": validated.top_k,
         }
+        if validated.scope is not None:
+            # The query scope narrows the access rule like the other options (docs/contract.md "Access rule").
+            values["filters"] = {**(values["filters"] or {}), "scope": validated.scope}
         return QueryService._data(values, self._inputs)
 
     def enrich(self, request: Mapping[str, Any] | EnrichRequest) -> dict[str, Any]:
@@ -64,7 +67,7 @@ class EnrichmentService:
         Context for a message, without generation.
 
         :param request: An ``EnrichRequest`` or its dict (``message``, ``tenant_id``, ``user_tags``, ``user_id``?,
-            ``project_id``?, ``filters``?, ``top_k``?).
+            ``project_id``?, ``filters``?, ``top_k``?, ``scope``?).
         :returns: The ``EnrichResponse`` as a JSON-ready dict.
         :raises pydantic.ValidationError: On an invalid request.
         :raises RAGServiceError: A typed error (token budget, context retrieval).

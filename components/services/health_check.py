@@ -92,6 +92,7 @@ class HealthCheck:
             )
         else:
             status = "healthy"
+        embedder = self._embedder_status()
         return {
             "status": status,
             "ready": status == "healthy",
@@ -100,9 +101,10 @@ class HealthCheck:
             "auth_mode": self.auth_mode,
             "uptime_s": round(time.time() - self.started_at, 1),
             "store": store_status,
-            "embedder": self._embedder_status(),
+            "embedder": embedder,
             "generator": generator,
             "pipelines": dict(self.pipeline_names),
+            **rag_standard_fields(store_status, embedder),
         }
 
     def _embedder_status(self) -> dict[str, Any]:
@@ -137,6 +139,27 @@ class HealthCheck:
             status = introspect_generator(self.resources.pipeline("rag"))
         self._generator_cache = (time.monotonic(), status)
         return status
+
+
+def rag_standard_fields(store: dict[str, Any], embedder: dict[str, Any]) -> dict[str, Any]:
+    """
+    The RAG Standard's enhanced health fields (docs/api.md, "RAG Standard API"): ``rag_ok`` (the index answers and
+    the embedder is loaded), ``rag_details`` and ``index_metrics`` (chunks, vectors, dimension).
+    """
+    points = store.get("points")
+    ok = store.get("status") == "ok" and bool(embedder.get("loaded"))
+    dimension = store.get("embedding_dim") or embedder.get("dim")
+    if ok:
+        details = f"Index loaded: {points} chunks, {dimension}-dimensional vectors ({store.get('backend')})"
+    elif store.get("status") != "ok":
+        details = f"Index unavailable: {store.get('error') or 'the store did not answer'}"
+    else:
+        details = "Embedding model not loaded"
+    return {
+        "rag_ok": ok,
+        "rag_details": details,
+        "index_metrics": {"total_chunks": points, "total_vectors": points, "dimension": dimension},
+    }
 
 
 def introspect_generator(pipeline: Pipeline) -> dict[str, Any]:

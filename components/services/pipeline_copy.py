@@ -16,7 +16,10 @@ that imported it) which returns exactly what it would, faster:
 * ``int``, ``float``, ``str``, ``bool``, ``None`` and ``bytes`` are returned as they are
   (``copy.deepcopy`` returns these immutable objects themselves, too);
 * a ``list`` of only such values is copied with ``list.copy()`` (a new list holding the same
-  immutable elements: what the element-wise deep copy builds);
+  immutable elements: what the element-wise deep copy builds); any other ``list`` (exactly that
+  class) and a ``dict`` (exactly that class: a component's inputs, a filter) are rebuilt element by
+  element through this front, as Haystack's function rebuilds them, without its per-call imports and
+  protocol checks on the container itself;
 * a ``haystack.Document`` (exactly that class) is rebuilt the way ``copy.deepcopy`` rebuilds it
   (``Document.__new__`` and its ``__dict__`` from deep copies of the attributes, with one shared
   memo so aliasing and cycles are kept): lists and dicts of such values (the embedding, the meta
@@ -96,8 +99,12 @@ def fast_deepcopy_with_exceptions(obj: Any) -> Any:
     kind = type(obj)
     if kind in _ATOMIC:
         return obj
-    if kind is list and _only_atomic(obj):
-        return obj.copy()
+    if kind is dict:  # a component's inputs, a filter: Haystack copies a dict value by value, into a plain dict
+        return {key: fast_deepcopy_with_exceptions(value) for key, value in obj.items()}
+    if kind is list:
+        if _only_atomic(obj):
+            return obj.copy()
+        return [fast_deepcopy_with_exceptions(value) for value in obj]  # Haystack's, element by element
     if kind is Document and hasattr(obj, "__dict__"):
         return _copy_document(obj)
     return _original(obj)

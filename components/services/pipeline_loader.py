@@ -6,8 +6,9 @@ same YAML.
 Before Haystack parses a file, two kinds of references are resolved:
 
 * ``${NAME:-default}`` (or ``${NAME}``) is replaced by the environment variable
-  ``NAME`` or the default. This is how the environment variables of
-  docs/configuration.md (``RAG_MIN_SIMILARITY_SCORE``, ``CHAT_MODEL``, ...) and
+  ``NAME`` or the default; a default may itself be a reference
+  (``${RAG_TOP_K:-${RAG_TOTAL_CONTEXT_CHUNKS:-5}}``: the first variable set wins).
+  This is how the environment variables of docs/configuration.md (``RAG_MIN_SIMILARITY_SCORE``, ``CHAT_MODEL``, ...) and
   ``SOURCEBOUND_DATA_DIR`` map onto init parameters: the YAML names them where
   they apply.
 * ``packaged:all-MiniLM-L6-v2`` is replaced by the path of the embedding model
@@ -33,13 +34,15 @@ from haystack import Pipeline
 
 from components.core.errors import SourceboundError
 from components.runtime.offline import configure_offline, embedding_model_path
+from components.runtime.rag_settings import check_rag_settings
+from components.services.planned_pipeline import PlannedPipeline
 
 PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 
 # Modules whose classes a pipeline YAML may name. Haystack 3 refuses the rest.
 ALLOWED_MODULES = ["components", "haystack", "haystack_integrations"]
 
-_ENV_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
 
 
@@ -77,19 +80,55 @@ def resolve_references(text: str, env: Mapping[str, str] | None = None) -> str:
     :raises PipelineConfigError: If a reference without default names an unset variable.
     """
     variables = os.environ if env is None else env
-
-    def substitute(match: re.Match) -> str:
-        name, default = match.group("name"), match.group("default")
-        if name in variables and variables[name] != "":
-            return variables[name]
-        if default is None:
-            raise PipelineConfigError(f"Pipeline YAML needs the environment variable {name}; set it or give a default.")
-        return default
-
-    resolved = _ENV_REFERENCE.sub(substitute, text)
+    resolved = _substitute(text, variables)
     if _PACKAGED_MODEL in resolved:
         resolved = resolved.replace(_PACKAGED_MODEL, embedding_model_path())
     return resolved
+
+
+def _substitute(text: str, variables: Mapping[str, str]) -> str:
+    """Replace every ``${NAME}`` / ``${NAME:-default}`` in ``text``; a default is resolved only when it is used."""
+    parts: list[str] = []
+    position = 0
+    while (start := text.find("${", position)) >= 0:
+        parts.append(text[position:start])
+        value, position = _reference(text, start, variables)
+        parts.append(value)
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _reference(text: str, start: int, variables: Mapping[str, str]) -> tuple[str, int]:
+    """The value of the reference at ``text[start]`` (``${``) and the position after it; not a reference: as is."""
+    name_match = _VARIABLE_NAME.match(text, start + 2)
+    if name_match is None:
+        return "${", start + 2
+    name, position = name_match.group(0), name_match.end()
+    if text.startswith("}", position):
+        default, end = None, position + 1
+    elif text.startswith(":-", position):
+        depth, cursor = 0, position + 2
+        while cursor < len(text):
+            if text.startswith("${", cursor):
+                depth, cursor = depth + 1, cursor + 2
+                continue
+            if text[cursor] == "}":
+                if depth == 0:
+                    break
+                depth -= 1
+            cursor += 1
+        else:
+            raise PipelineConfigError(
+                f"Pipeline YAML has an unterminated reference ${{{name}:-...: close it with '}}'."
+            )
+        default, end = text[position + 2 : cursor], cursor + 1
+    else:
+        return "${", start + 2
+    if name in variables and variables[name] != "":
+        return variables[name], end
+    if default is None:
+        raise PipelineConfigError(f"Pipeline YAML needs the environment variable {name}; set it or give a default.")
+    return _substitute(default, variables), end
 
 
 def load_pipeline_dict(name: str | os.PathLike, env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -120,6 +159,7 @@ def load_pipeline(
     :raises PipelineConfigError: If the file is missing, invalid, or names a component that does not load.
     """
     configure_offline()  # models and tokenizers from installed packages, whoever loads the pipeline
+    check_rag_settings(env)  # the specifications' RAG_* settings: honoured or refused, never ignored
     data = load_pipeline_dict(name, env)
     for component_name, params in (overrides or {}).items():
         if component_name not in data["components"]:
@@ -128,6 +168,7 @@ def load_pipeline(
             )
         data["components"][component_name].setdefault("init_parameters", {}).update(params)
     try:
-        return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+        # Haystack's Pipeline with its acyclic graphs run in a planned order (components.services.planned_pipeline).
+        return PlannedPipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
     except Exception as error:
         raise PipelineConfigError(f"Pipeline {name} does not load: {error}") from error

@@ -3,7 +3,8 @@
 benchmarks) uses to run the query-side YAML pipelines.
 
 * ``rag(request) -> RAGResponse dict`` runs ``pipelines/query.yml`` (or
-  ``query_ollama.yml``); ``search(request) -> search response dict`` runs
+  ``query_ollama.yml``), plus ``context_tag`` (:data:`CONTEXT_TAG`: the router's primary context tag, for the
+  request service's records; not a response field); ``search(request) -> search response dict`` runs
   ``pipelines/search.yml``. Async twins: ``rag_async``, ``search_async``.
 * Requests are validated with the pydantic models first
   (:class:`components.core.models.RAGRequest` / :class:`SearchRequest`): a bad request
@@ -40,6 +41,11 @@ from components.core.errors import ContextError, RAGServiceError
 from components.core.models import RAGRequest, RAGResponse, SearchRequest, SearchResponse
 
 logger = logging.getLogger(__name__)
+
+# The key of the RAG result holding the router's primary context tag (``TagRouter``'s ``primary_tag``): what the
+# request service files a question under (docs/contract.md, "Feedback and knowledge gaps"). It removes the key
+# before the result leaves the service.
+CONTEXT_TAG = "context_tag"
 
 
 def declared_io(pipeline: Pipeline, inputs: Mapping[str, Any] | None = None, output: str | None = None):
@@ -110,6 +116,12 @@ class QueryService:
         self._search_inputs, self._search_output = (
             declared_io(search_pipeline, search_inputs, search_output) if search_pipeline is not None else ({}, None)
         )
+        # Components with a ``primary_tag`` output (the tag router): read beside the response.
+        self._tag_sources = {
+            name
+            for name, sockets in rag_pipeline.outputs(include_components_with_connected_outputs=True).items()
+            if "primary_tag" in sockets
+        }
 
     @classmethod
     def from_yaml(
@@ -214,10 +226,10 @@ class QueryService:
         data = self._rag_data(request, streaming_callback)
         component_name, socket = self._rag_output
         try:
-            result = self.rag_pipeline.run(data, include_outputs_from={component_name})
+            result = self.rag_pipeline.run(data, include_outputs_from={component_name, *self._tag_sources})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).to_json()
+        return self._rag_response(result)
 
     async def rag_async(
         self, request: Mapping[str, Any] | RAGRequest, *, streaming_callback: Callable | None = None
@@ -226,10 +238,19 @@ class QueryService:
         data = self._rag_data(request, streaming_callback)
         component_name, socket = self._rag_output
         try:
-            result = await self.rag_pipeline.run_async(data, include_outputs_from={component_name})
+            result = await self.rag_pipeline.run_async(data, include_outputs_from={component_name, *self._tag_sources})
         except PipelineRuntimeError as error:
             self._reraise(error)
-        return RAGResponse.model_validate(result[component_name][socket]).to_json()
+        return self._rag_response(result)
+
+    def _rag_response(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``RAGResponse`` dict of a pipeline result, with the router's primary tag under :data:`CONTEXT_TAG`."""
+        component_name, socket = self._rag_output
+        response = RAGResponse.model_validate(result[component_name][socket]).to_json()
+        if self._tag_sources:  # a pipeline without a tag router has no tag to file questions under
+            tags = [result.get(name, {}).get("primary_tag") for name in sorted(self._tag_sources)]
+            response[CONTEXT_TAG] = next((tag for tag in tags if tag), None)
+        return response
 
     # ------------------------------------------------------------------ search
 

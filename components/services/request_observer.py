@@ -61,3 +61,21 @@ class RequestObserver:
 
     def tenant_deleted(self, chunks: int) -> None:
         """A tenant was deleted with its ``chunks`` chunks."""
+
+    # ------------------------------------------------------------------ quality signals (bounded labels: metrics)
+
+    def answer_quality(self, tenant_id: str, tag: str | None, result: str) -> None:
+        """
+        An answer's result for the quality metrics (docs/contract.md, "Feedback and knowledge gaps").
+
+        :param tenant_id: The asker's tenant.
+        :param tag: The answer's primary context tag (``None``: no context tag).
+        :param result: ``cited``, ``routed`` (to the tag's owner), ``declined`` (to the administrator, with
+            context) or ``empty`` (no context chunk at all).
+        """
+
+    def search_quality(self, tenant_id: str, empty: bool) -> None:
+        """A search or enrichment of ``tenant_id`` found nothing (``empty``) or something."""
+
+    def feedback_given(self, tenant_id: str, tag: str | None, rating: str) -> None:
+        """An asker rated a query ``up`` or ``down``; ``tag`` is the answer's primary context tag."""

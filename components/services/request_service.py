@@ -7,8 +7,13 @@ indexing and lifecycle services, whoever asks (the HTTP wrappers, chat, MCP, the
   request, answered or failed, leaves a query-log row (``components.stores.record_store``); an answer with a
   ``conversation_id`` takes the conversation's history and is recorded as its next turn (docs/contract.md,
   "Conversations");
+* every read gets a ``query_id`` (in its result and its query-log row: what ``POST /feedback`` names), and an
+  answer's quality (cited, routed, declined, empty) goes to the observer and to the knowledge gaps
+  (``components.services.knowledge_gaps``; docs/contract.md, "Feedback and knowledge gaps");
 * index changes (index, invalidate, flags, tenant delete) run under one write lock, so a re-index, an
-  invalidation and a flag update of the same document never interleave, and leave index events.
+  invalidation and a flag update of the same document never interleave, and leave index events;
+* with an event outbox (``resources.outbox``), an indexed artifact and an artifact invalidation add their
+  published events (``components.services.published_events``) once the change is in the store.
 
 Access control is not decided here: the caller passes an already resolved ``Identity`` (and, for writes, the
 key id it checked and its :class:`components.core.access_rule.WriteRule`, which the lifecycle and indexing
@@ -29,6 +34,7 @@ answer = requests.answer({"query": "How many leave days?", "conversation_id": "c
 import logging
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -39,8 +45,10 @@ from pydantic import BaseModel
 from components.core.access_rule import WriteRule
 from components.core.requester import Identity, with_identity
 from components.core.span_tags import tag_span
-from components.services import document_lifecycle
+from components.services import document_lifecycle, published_events
 from components.services.erasure_service import erase_tenant
+from components.services.knowledge_gaps import KnowledgeGaps
+from components.services.query_service import CONTEXT_TAG
 from components.services.request_observer import RequestObserver
 from components.stores.sentence_vector_cache import erase_sentence_vectors
 
@@ -75,6 +83,9 @@ class RequestResources(Protocol):
 
     def tag_directory(self) -> Any | None: ...  # TagDirectory or None
 
+    @property
+    def outbox(self) -> Any | None: ...  # EventOutbox, or None when no events are published
+
 
 def as_dict(value: Any) -> dict[str, Any]:
     """A service result as a plain JSON-ready dict (pydantic models are dumped)."""
@@ -89,6 +100,7 @@ class RequestService:
     :param data_dir: The data dir (sentence vectors, conversations and glossary files for erasure).
     :param keys_file: The API keys file (erased with a tenant), or ``None``.
     :param observer: Told what each request did (metrics); by default nobody is.
+    :param gaps: Told what each answer says about the documents (kept questions, routed events); ``None``: nobody.
     """
 
     def __init__(
@@ -97,11 +109,13 @@ class RequestService:
         data_dir: Path,
         keys_file: Path | None = None,
         observer: RequestObserver | None = None,
+        gaps: KnowledgeGaps | None = None,
     ) -> None:
         self.resources = resources
         self.data_dir = Path(data_dir)
         self.keys_file = keys_file
         self.observer = observer or RequestObserver()
+        self.gaps = gaps
 
     # ------------------------------------------------------------------ reads
 
@@ -134,18 +148,22 @@ class RequestService:
         """Retrieval only; records latency, result count and tokens."""
         payload = with_identity(request, identity)
         mode = str(payload.get("search_mode") or "hybrid")
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.queries.search(payload))
         except Exception as error:
-            self._failed(error, endpoint, payload, identity, started, search_mode=mode)
+            self._failed(error, endpoint, payload, identity, started, search_mode=mode, query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count, tokens = len(result.get("results", [])), int(result.get("tokens_used") or 0)
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, mode, latency_ms / 1000, count, tokens)
+        self.observer.search_quality(identity.tenant_id, count == 0)
         self._log_query(
-            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens
-        )
+            endpoint, payload, identity, latency_ms, search_mode=mode, result_count=count, tokens_used=tokens,
+            query_id=query_id,
+        )  # fmt: skip
         # The request's summary on Hayhooks' pipeline-run span (each component tags its own counts).
         tag_span(
             {
@@ -171,22 +189,36 @@ class RequestService:
             # The conversation's summary and recent turns are the history (docs/contract.md, "Conversations").
             request["chat_history"] = self.resources.conversations.history_for(conversation_id, identity, request)
         payload = with_identity(request, identity)
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.queries.rag(payload))
         except Exception as error:
-            self._failed(error, endpoint, payload, identity, started, model=payload.get("model"))
+            self._failed(error, endpoint, payload, identity, started, model=payload.get("model"), query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count = int(result.get("context_chunks_used") or 0)
         tokens = int(result.get("context_tokens_used") or 0)
         action = result.get("action")
         confidence = (result.get("confidence") or {}).get("overall")
+        route = result.get("route_to") or {}
+        # The tag a question is filed under: the routed tag, else the router's primary context tag.
+        context_tag = result.pop(CONTEXT_TAG, None)
+        tag = route.get("tag") if action == "ROUTE" else context_tag
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, "hybrid", latency_ms / 1000, count, tokens, action)
+        self.observer.answer_quality(identity.tenant_id, tag, answer_result(action, count, route))
         self._log_query(
             endpoint, payload, identity, latency_ms, search_mode="hybrid", model=result.get("model_used"),
-            result_count=count, tokens_used=tokens, action=action, confidence=confidence,
+            result_count=count, tokens_used=tokens, action=action, confidence=confidence, query_id=query_id, tag=tag,
         )  # fmt: skip
+        if self.gaps is not None:
+            try:
+                self.gaps.answered(
+                    query_id=query_id, identity=identity, question=payload["query"], result=result, endpoint=endpoint
+                )
+            except Exception:  # the answer was given: keeping its question must not fail it
+                logger.exception("Could not record the answer for the knowledge gaps.")
         tag_span(
             {
                 "sourcebound.tenant_id": identity.tenant_id,
@@ -207,18 +239,22 @@ class RequestService:
         """Context for a message, no answer; records latency, chunks and tokens used."""
         payload = with_identity(request, identity)
         logged = {"query": payload.get("message", "")}  # the query log's text column holds the message
+        query_id = new_query_id()
         started = time.perf_counter()
         try:
             result = as_dict(self.resources.enrichment.enrich(payload))
         except Exception as error:
-            self._failed(error, endpoint, logged, identity, started, search_mode="hybrid")
+            self._failed(error, endpoint, logged, identity, started, search_mode="hybrid", query_id=query_id)
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         count, tokens = int(result.get("context_chunks_used") or 0), int(result.get("tokens_used") or 0)
+        result["query_id"] = query_id
         self.observer.query_answered(endpoint, "hybrid", latency_ms / 1000, count, tokens)
+        self.observer.search_quality(identity.tenant_id, count == 0)
         self._log_query(
-            endpoint, logged, identity, latency_ms, search_mode="hybrid", result_count=count, tokens_used=tokens
-        )
+            endpoint, logged, identity, latency_ms, search_mode="hybrid", result_count=count, tokens_used=tokens,
+            query_id=query_id,
+        )  # fmt: skip
         return result
 
     # ------------------------------------------------------------------ index changes
@@ -245,11 +281,19 @@ class RequestService:
             )
 
     def index_documents(
-        self, documents: list[dict[str, Any]], key_id: str | None = None, writer: WriteRule | None = None
+        self,
+        documents: list[dict[str, Any]],
+        key_id: str | None = None,
+        event_ids: list[str | None] | None = None,
+        writer: WriteRule | None = None,
     ) -> dict[str, Any]:
         """
-        Index JSON documents (``IndexingService.index_texts``).
+        Index JSON documents (``IndexingService.index_texts``). A document with ``meta.artifact_id`` that ends up in
+        the store (indexed, or unchanged) has its ``embedding.completed`` event added to the outbox, and its result
+        entry gains ``artifact_id`` and, when unchanged, the ``chunks`` it holds.
 
+        :param event_ids: Per document, the id of the consumed event that asked for it (``None``: an HTTP request),
+            from which the published event's id derives.
         :param writer: The caller's write rule (docs/contract.md, "Write rule"): every document written and every
             stored document it would replace must pass it, else nothing is written (``WriteForbiddenError``).
         """
@@ -257,7 +301,42 @@ class RequestService:
         with self.resources.write_lock:
             result = as_dict(self.resources.indexing.index_texts(documents, writer=writer))
         self._record_indexing(result, [d["tenant_id"] for d in documents], key_id, time.perf_counter() - started)
+        self._complete_artifacts(result, documents, event_ids)
         return result
+
+    def _complete_artifacts(
+        self, result: dict[str, Any], documents: list[dict[str, Any]], event_ids: list[str | None] | None
+    ) -> None:
+        """Mark the artifacts of an indexing result and add their ``embedding.completed`` events."""
+        sent = {(d.get("tenant_id"), d.get("document_id")): (d, position) for position, d in enumerate(documents)}
+        entries = result.get("documents", [])
+        rows = []
+        for position, entry in enumerate(entries):
+            given, index = sent.get((entry.get("tenant_id"), entry.get("document_id")), (None, position))
+            if given is None and len(entries) == len(documents):
+                given = documents[position]  # a derived document_id: the batch keeps its order
+            artifact_id = ((given or {}).get("meta") or {}).get("artifact_id")
+            if not isinstance(artifact_id, str) or entry.get("status") not in {"indexed", "unchanged"}:
+                continue
+            tenant_id, document_id = entry.get("tenant_id") or given.get("tenant_id"), entry.get("document_id")
+            changed = entry.get("status") == "indexed"
+            if not changed:
+                entry["chunks"] = document_lifecycle.document_chunks(self.resources.store, tenant_id, document_id)
+            entry["artifact_id"] = artifact_id
+            trigger = event_ids[index] if event_ids is not None and index < len(event_ids) else None
+            rows.append(
+                published_events.embedding_completed(
+                    tenant_id, artifact_id, document_id, chunks=int(entry.get("chunks") or 0), changed=changed,
+                    provenance_id=(given.get("meta") or {}).get("provenance_id"), trigger_event_id=trigger,
+                )
+            )  # fmt: skip
+        self._publish(rows)
+
+    def _publish(self, rows: list[dict[str, Any]]) -> None:
+        """Add events to the outbox (after the change is in the store); nothing when events are not published."""
+        outbox = getattr(self.resources, "outbox", None)
+        if outbox is not None and rows:
+            outbox.add(rows)
 
     def index_streams(
         self, streams: list[Any], key_id: str | None = None, writer: WriteRule | None = None
@@ -312,6 +391,41 @@ class RequestService:
         )  # fmt: skip
         return result
 
+    def invalidate_artifacts(
+        self,
+        tenant_id: str,
+        artifact_ids: list[str],
+        reason: str | None = None,
+        cascade_id: str | None = None,
+        key_id: str | None = None,
+        event_id: str | None = None,
+        publish_empty: bool = True,
+        writer: WriteRule | None = None,
+    ) -> dict[str, Any]:
+        """
+        Remove the documents a tenant indexed with these artifact ids, whatever their ``document_id``
+        (``document_lifecycle.invalidate_artifacts``); records it and adds the ``embedding.invalidated`` event.
+
+        :param event_id: The id of the consumed event that asked for it (``None``: an HTTP request).
+        :param publish_empty: Publish the event even when no artifact was found (a cascade learns it is done).
+        :param writer: The caller's write rule: an artifact whose documents it may not change reads as not found.
+        """
+        with self.resources.write_lock:
+            outcome = document_lifecycle.invalidate_artifacts(
+                self.resources.store, tenant_id, artifact_ids, reason=reason, cascade_id=cascade_id, writer=writer
+            )
+        if outcome["document_ids"]:
+            erase_sentence_vectors(self.data_dir, tenant_id, outcome["document_ids"])
+        self.observer.documents_invalidated(reason, outcome["invalidated"], outcome["chunks_removed"])
+        self.resources.records.log_event(
+            "invalidate", tenant_id=tenant_id, key_id=key_id, document_ids=outcome["document_ids"], reason=reason,
+            cascade_id=cascade_id, chunks=outcome["chunks_removed"],
+            details={"artifact_ids": outcome["artifact_ids"], "invalidated": outcome["invalidated"]},
+        )  # fmt: skip
+        if outcome["invalidated"] or publish_empty:
+            self._publish([published_events.embedding_invalidated(tenant_id, outcome, event_id)])
+        return outcome
+
     def delete_tenant(self, tenant_id: str, key_id: str | None = None) -> dict[str, Any]:
         """
         Remove everything of a tenant (docs/contract.md "Deletion"): chunks, query-log rows, index events (one
@@ -358,6 +472,24 @@ class RequestService:
         if verified is not None:
             result["verified"] = verified
         return result
+
+
+def new_query_id() -> str:
+    """A new ``query_id``: 128 random bits, so one asker can never guess another's."""
+    return uuid.uuid4().hex
+
+
+def answer_result(action: str | None, context_chunks: int, route: dict[str, Any]) -> str:
+    """
+    An answer's quality result (docs/contract.md, "Feedback and knowledge gaps"): ``cited``; ``empty`` (routed with
+    no context chunk at all); ``declined`` (routed to the administrator: nobody owns the tag); ``routed`` (to the
+    tag's owner).
+    """
+    if action != "ROUTE":
+        return "cited"
+    if not context_chunks:
+        return "empty"
+    return "declined" if route.get("fallback", True) else "routed"
 
 
 def _count(outcome: Any, *keys: str) -> int:

@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from components.core.url_credentials import redact_url_credentials
 from components.runtime.environment import env_int
@@ -71,6 +72,14 @@ def declared_sources() -> tuple[dict[str, SourceConfig], int] | None:
         return None
     interval = env_int("SOURCEBOUND_RECONCILE_INTERVAL", DEFAULT_RECONCILE_INTERVAL_S, 0)
     return load_sources(path), interval
+
+
+def _without_userinfo(url: str) -> str:
+    """A source address as shown to operators: any ``user:password@`` removed (it may hold a token)."""
+    parts = urlsplit(url)
+    if not parts.netloc or "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 class SourceJobs:
@@ -214,6 +223,29 @@ class SourceJobs:
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         return self.state.job(job_id)
+
+    def sources_of(self, tenant_id: str, jobs: int = 5) -> list[dict[str, Any]]:
+        """
+        A tenant's declared sources for its operators: name, type, address (without credentials), branch, tags,
+        the last indexed commit, the files indexed and the newest ``jobs`` sync jobs.
+        """
+        listed = []
+        for name, source in sorted(self.sources.items()):
+            if source.tenant_id != tenant_id:
+                continue
+            listed.append(
+                {
+                    "name": name,
+                    "type": source.type,
+                    "url": _without_userinfo(source.url),
+                    "branch": source.branch,
+                    "tags": list(source.tags),
+                    "last_commit": self.state.last_commit(name),
+                    "files": len(self.state.files(name)),
+                    "jobs": self.state.recent_jobs(name, jobs),
+                }
+            )
+        return listed
 
     def queue_status(self) -> dict[str, int]:
         """``embedding_queue`` of ``/health``: jobs queued or running, files and (estimated) chunks still to index."""

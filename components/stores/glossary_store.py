@@ -117,12 +117,15 @@ class GlossaryStore:
         if self._empty():
             return False
         with self.database.begin() as connection:
-            return (
+            removed = (
                 connection.execute(
                     sa.text("DELETE FROM glossary_vocabularies WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
                 ).rowcount
                 > 0
             )
+        # The erased vocabulary leaves the write-ahead log too (docs/contract.md, "Deletion").
+        self.database.checkpoint()
+        return removed
 
     def tenants(self) -> list[str]:
         """Tenants that have a glossary, sorted."""

@@ -235,8 +235,9 @@ class SqlApiKeys:
     The ``api_keys`` table of the state layer: the key store of replicas sharing ``SOURCEBOUND_DATABASE_URL``.
 
     The first time it is opened beside a data directory's ``api_keys.json`` (written before the shared database),
-    the file's keys are copied in (existing ones are kept) and the file is renamed ``api_keys.json.imported``, so a
-    key revoked later is never brought back by a second import.
+    the file's keys are copied in (existing ones are kept), checked to be there, and the file is deleted, so a key
+    revoked later is never brought back by a second import nor kept in a forgotten file (an ``api_keys.json.imported``
+    an earlier version left is deleted too).
 
     :param database: The state database (shared).
     :param import_from: A keys file to import once, or ``None``.
@@ -246,6 +247,11 @@ class SqlApiKeys:
         self.database = database
         if import_from is not None and Path(import_from).is_file():
             self._import_file(Path(import_from))
+        if import_from is not None:
+            stale = Path(import_from).with_name(Path(import_from).name + ".imported")
+            if stale.is_file():
+                stale.unlink()  # an earlier version's copy of keys the database has (and may have revoked since)
+                logger.warning("Removed %s, left by an earlier import into the shared database.", stale)
 
     @classmethod
     def open(cls, keys_file: Path | None = None, url: str | None = None) -> "SqlApiKeys":
@@ -258,8 +264,15 @@ class SqlApiKeys:
         with self.database.begin() as connection:
             for record in records:
                 self._insert(connection, record, ignore_existing=True)
-        path.replace(path.with_name(path.name + ".imported"))
-        logger.warning("Imported %d API keys from %s into the shared database.", len(records), path)
+        with self.database.connect() as connection:
+            stored = {row[0] for row in connection.execute(sa.text("SELECT key_hash FROM api_keys")).all()}
+        missing = [record.key_hash[:8] for record in records if record.key_hash not in stored]
+        if missing:
+            raise RuntimeError(
+                f"Importing {path} into the shared database left {len(missing)} key(s) out; the file was kept."
+            )
+        path.unlink()
+        logger.warning("Imported %d API keys from %s into the shared database; deleted the file.", len(records), path)
 
     @staticmethod
     def _insert(connection: sa.Connection, record: ApiKeyRecord, ignore_existing: bool = False) -> int:

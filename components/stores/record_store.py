@@ -68,6 +68,7 @@ logger = logging.getLogger(__name__)
 QUERY_LOG_COLUMNS = (
     "endpoint", "tenant_id", "user_id", "project_id", "scope", "key_id", "query_text", "query_hash",
     "search_mode", "model", "latency_ms", "result_count", "tokens_used", "action", "confidence", "outcome",
+    "query_id", "tag",
 )  # fmt: skip
 _INSERT_QUERY = sa.text(
     f"INSERT INTO query_log (created_at, {', '.join(QUERY_LOG_COLUMNS)}) "  # noqa: S608 - fixed column names
@@ -85,14 +86,27 @@ class QueryLogWriter:
     :param write: Inserts a batch of rows (one transaction); an exception keeps the batch and retries it.
     :param max_rows: Rows queued or being written at most; more are dropped and counted in :attr:`dropped`.
     :param batch_rows: Rows per insert at most.
+    :param gather_s: How long the writer waits, after a row arrives, for more rows to write in the same transaction
+        (a flush, a full batch or shutdown ends the wait). One row per transaction cost the writer ~0.5-1 ms of CPU
+        per request, on the cores and the interpreter lock the requests use (bench/README.md, "Stage profile").
     """
 
-    def __init__(self, write: Callable[[list[dict[str, Any]]], None], max_rows: int = 10_000, batch_rows: int = 1000):
+    def __init__(
+        self,
+        write: Callable[[list[dict[str, Any]]], None],
+        max_rows: int = 10_000,
+        batch_rows: int = 1000,
+        gather_s: float = 0.25,
+    ):
         if max_rows < 1 or batch_rows < 1:
             raise ValueError(f"{QUEUE_ROWS_ENV} and the batch size must be >= 1, got {max_rows} and {batch_rows}.")
+        if gather_s < 0:
+            raise ValueError(f"gather_s must be >= 0, got {gather_s}.")
         self._write = write
         self.max_rows = max_rows
         self.batch_rows = batch_rows
+        self.gather_s = gather_s
+        self._flushing = 0
         self._queue: deque[dict[str, Any]] = deque()
         self._in_flight = 0
         self._condition = threading.Condition()
@@ -127,6 +141,10 @@ class QueryLogWriter:
             with self._condition:
                 while not self._queue and not self._closing:
                     self._condition.wait()
+                if self.gather_s:
+                    self._condition.wait_for(
+                        lambda: self._closing or self._flushing or len(self._queue) >= self.batch_rows, self.gather_s
+                    )
                 if not self._queue:
                     return
                 batch = [self._queue.popleft() for _ in range(min(self.batch_rows, len(self._queue)))]
@@ -153,7 +171,12 @@ class QueryLogWriter:
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every queued row is written; ``False`` if ``timeout`` passed first."""
         with self._condition:
-            return self._condition.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+            self._flushing += 1  # the writer stops gathering
+            self._condition.notify_all()
+            try:
+                return self._condition.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+            finally:
+                self._flushing -= 1
 
     def close(self, timeout: float = 30.0) -> None:
         """Write what is queued (for at most ``timeout`` seconds: the rest is counted as dropped), then stop."""
@@ -265,8 +288,15 @@ class RecordStore:
         action: str | None = None,
         confidence: int | None = None,
         outcome: str = "ok",
+        query_id: str | None = None,
+        tag: str | None = None,
     ) -> None:
-        """Queue one search, RAG or chat request for the query log (written in the background)."""
+        """
+        Queue one search, RAG or chat request for the query log (written in the background).
+
+        :param query_id: The id the response carries (``POST /feedback`` names it).
+        :param tag: An answer's primary context tag (what feedback and kept questions are filed under).
+        """
         self.writer.put(
             {
                 "created_at": time.time(),
@@ -286,6 +316,8 @@ class RecordStore:
                 "action": action,
                 "confidence": confidence,
                 "outcome": outcome,
+                "query_id": query_id,
+                "tag": tag,
             }
         )
 
@@ -512,10 +544,65 @@ class RecordStore:
                     row[column] = json.loads(row[column])
         return rows
 
+    def asked_query(
+        self, query_id: str, *, tenant_id: str, user_id: str | None, key_id: str | None
+    ) -> dict[str, Any] | None:
+        """
+        The query-log row of ``query_id`` when the same asker made it: the tenant, the user and the key all equal
+        (``None`` equals ``None``), else ``None``, exactly as for an id that does not exist (docs/contract.md,
+        "Feedback and knowledge gaps"). Queued rows are written first.
+        """
+        self.flush()
+        params = {"query_id": query_id, "tenant_id": tenant_id, "user_id": user_id, "key_id": key_id}
+        # A missing user or key is IS NULL in the SQL itself: PostgreSQL cannot type a NULL parameter in a test.
+        same = " ".join(
+            f"AND {column} IS NULL" if params[column] is None else f"AND {column} = :{column}"
+            for column in ("user_id", "key_id")
+        )
+        statement = sa.text(
+            "SELECT * FROM query_log WHERE query_id = :query_id AND tenant_id = :tenant_id "  # noqa: S608 - constants
+            f"{same} ORDER BY id LIMIT 1"
+        )
+        with self.database.connect() as connection:
+            row = connection.execute(statement, params).mappings().first()
+        return dict(row) if row is not None else None
+
+    def answer_quality(self, tenant_id: str, since: float) -> list[dict[str, Any]]:
+        """
+        Per tag, the tenant's RAG and chat answers since ``since`` (epoch seconds): ``answers``, ``cited``,
+        ``routed`` and ``empty`` (routed with no context chunk), most answers first.
+        """
+        self.flush()
+        statement = sa.text(
+            "SELECT COALESCE(tag, '') AS tag, COUNT(*) AS answers, "
+            "SUM(CASE WHEN action = 'CITE' THEN 1 ELSE 0 END) AS cited, "
+            "SUM(CASE WHEN action = 'ROUTE' THEN 1 ELSE 0 END) AS routed, "
+            "SUM(CASE WHEN action = 'ROUTE' AND result_count = 0 THEN 1 ELSE 0 END) AS empty "
+            "FROM query_log WHERE tenant_id = :tenant_id AND created_at >= :since AND outcome = 'ok' "
+            "AND endpoint IN ('rag', 'chat') AND action IS NOT NULL GROUP BY COALESCE(tag, '') "
+            "ORDER BY answers DESC, tag"
+        )
+        with self.database.connect() as connection:
+            rows = connection.execute(statement, {"tenant_id": tenant_id, "since": since}).mappings().all()
+        return [{key: (int(value) if key != "tag" else value) for key, value in row.items()} for row in rows]
+
+    def search_quality(self, tenant_id: str, since: float) -> dict[str, int]:
+        """The tenant's successful searches and enrichments since ``since``: ``searches`` and ``empty`` (no result)."""
+        self.flush()
+        statement = sa.text(
+            "SELECT COUNT(*) AS searches, SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END) AS empty "
+            "FROM query_log WHERE tenant_id = :tenant_id AND created_at >= :since AND outcome = 'ok' "
+            "AND endpoint IN ('search', 'enrich')"
+        )
+        with self.database.connect() as connection:
+            row = connection.execute(statement, {"tenant_id": tenant_id, "since": since}).mappings().one()
+        return {"searches": int(row["searches"] or 0), "empty": int(row["empty"] or 0)}
+
     def queries(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The newest query-log rows, newest first (queued rows are written first)."""
         self.flush()
-        return self._select("query_log", limit, tenant_id)
+        # When asked, not when written: each replica's writer batches its rows, so ids follow flushes.
+        return self._select("query_log", limit, tenant_id, order="created_at DESC, id DESC")
 
     def events(self, limit: int = 100, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The newest index events, newest first (``document_ids`` and ``details`` decoded)."""

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS cache_info (name TEXT PRIMARY KEY, value TEXT NOT NUL
 """
 
 Key = tuple[str, str]  # (document_id, sentence text)
+_LOOKUP_BATCH = 500  # hashes per statement, well inside SQLite's limit on bound variables
 
 
 def text_hash(text: str) -> bytes:
@@ -82,6 +83,8 @@ class SentenceVectorCache:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # Deleted vectors are zeroed in the file, and ``truncate_log`` empties the WAL (docs/contract.md, "Deletion").
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(_SCHEMA)
         self._db.commit()
         row = self._db.execute("SELECT value FROM cache_info WHERE name = 'model'").fetchone()
@@ -93,15 +96,25 @@ class SentenceVectorCache:
     def get(self, tenant_id: str, keys: Sequence[Key]) -> dict[Key, np.ndarray]:
         """The stored vectors (float32) of the ``(document_id, text)`` keys this tenant has; missing keys are absent."""
         found: dict[Key, np.ndarray] = {}
-        # One primary-key lookup per sentence: an OR of (document, hash) pairs would scan the tenant's rows.
+        wanted: dict[str, dict[bytes, str]] = {}  # document -> text hash -> text
+        for document_id, text in dict.fromkeys(keys):
+            wanted.setdefault(document_id, {})[text_hash(text)] = text
+        # One statement per document, its hashes in an IN list: the primary key serves each as a point lookup (an OR
+        # of (document, hash) pairs would scan the tenant's rows; one statement per sentence cost twice the time).
         with self._lock:
-            for document_id, text in dict.fromkeys(keys):
-                row = self._db.execute(
-                    "SELECT vector FROM sentence_vectors WHERE tenant_id = ? AND document_id = ? AND text_hash = ?",
-                    (tenant_id, document_id, text_hash(text)),
-                ).fetchone()
-                if row is not None:
-                    found[(document_id, text)] = np.frombuffer(row[0], dtype=STORED_DTYPE).astype(np.float32)
+            for document_id, by_hash in wanted.items():
+                hashes = list(by_hash)
+                for start in range(0, len(hashes), _LOOKUP_BATCH):
+                    part = hashes[start : start + _LOOKUP_BATCH]
+                    rows = self._db.execute(
+                        "SELECT text_hash, vector FROM sentence_vectors WHERE tenant_id = ? AND document_id = ? "
+                        f"AND text_hash IN ({', '.join('?' * len(part))})",
+                        (tenant_id, document_id, *part),
+                    ).fetchall()
+                    for digest, vector in rows:
+                        found[(document_id, by_hash[digest])] = np.frombuffer(vector, dtype=STORED_DTYPE).astype(
+                            np.float32
+                        )
         return found
 
     def put(self, tenant_id: str, entries: Iterable[tuple[str, str, np.ndarray]]) -> int:
@@ -151,6 +164,11 @@ class SentenceVectorCache:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM sentence_vectors").fetchone()[0]
 
+    def truncate_log(self) -> None:
+        """Copy the write-ahead log into the file and empty it, so that deleted rows leave the log too."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Close the file."""
         with self._lock:
@@ -180,8 +198,12 @@ def erase_sentence_vectors(data_dir: str | Path, tenant_id: str, document_ids: I
         if cache is None:
             return 0
         if document_ids is None:
-            return cache.delete_tenant(tenant_id)
-        return cache.delete_documents(tenant_id, document_ids)
+            removed = cache.delete_tenant(tenant_id)
+        else:
+            removed = cache.delete_documents(tenant_id, document_ids)
+        if removed:
+            cache.truncate_log()
+        return removed
 
 
 def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -> int:
@@ -209,4 +231,6 @@ def prune_sentence_vectors(data_dir: str | Path, store: Any, batch: int = 500) -
                     for document in store.filter_documents({"operator": "AND", "conditions": conditions})
                 }
                 removed += cache.delete_documents(tenant_id, [document for document in part if document not in held])
+        if removed:
+            cache.truncate_log()
     return removed

@@ -29,6 +29,7 @@ state.last_commit("handbook")  # None before the first sync
 
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -177,6 +178,40 @@ class SyncState:
                 )  # fmt: skip
 
     # ----------------------------------------------------------------- deliveries
+
+    def tenant_sources(self, tenant_id: str) -> set[str]:
+        """The sources whose sync jobs ran for ``tenant_id`` (a source the configuration no longer declares too)."""
+        rows = self._query("SELECT DISTINCT source FROM jobs WHERE tenant_id = :tenant_id", {"tenant_id": tenant_id})
+        return {row[0] for row in rows}
+
+    def known_sources(self) -> set[str]:
+        """Every source this state remembers anything of (a commit, files, crawled pages, deliveries or jobs)."""
+        rows = self._query(
+            "SELECT source FROM source_state UNION SELECT source FROM source_files UNION SELECT source FROM web_pages "
+            "UNION SELECT source FROM deliveries UNION SELECT source FROM jobs"
+        )
+        return {row[0] for row in rows}
+
+    def erase_sources(self, sources: Iterable[str]) -> int:
+        """
+        Remove everything remembered about ``sources``: last commit, file list, crawled pages, deliveries and jobs
+        (a deleted tenant's, docs/contract.md "Deletion"). Freed pages are zeroed and the write-ahead log emptied.
+
+        :returns: How many rows went.
+        """
+        names = sorted(set(sources))
+        removed = 0
+        if not names:
+            return 0
+        with self.database.begin() as connection:
+            for table in ("source_files", "source_state", "web_pages", "deliveries", "jobs"):
+                for name in names:
+                    removed += connection.execute(
+                        sa.text(f"DELETE FROM {table} WHERE source = :source"),  # noqa: S608 - constant table
+                        {"source": name},
+                    ).rowcount
+        self.database.checkpoint()
+        return removed
 
     def record_delivery(self, source: str, delivery_id: str, job_id: str | None) -> str | None:
         """
@@ -330,6 +365,14 @@ class SyncState:
         job["result"] = json.loads(row[8]) if row[8] else None
         job["error"] = row[9]
         return job
+
+    def recent_jobs(self, source: str, limit: int = 10) -> list[dict[str, Any]]:
+        """A source's newest jobs first, as :meth:`job` shows each."""
+        rows = self._query(
+            "SELECT id FROM jobs WHERE source = :source ORDER BY created_at DESC, id DESC LIMIT :limit",
+            {"source": source, "limit": limit},
+        )
+        return [job for (job_id,) in rows if (job := self.job(job_id)) is not None]
 
     def count_jobs(self, *statuses: str) -> int:
         statement = sa.text("SELECT COUNT(*) FROM jobs WHERE status IN :statuses").bindparams(

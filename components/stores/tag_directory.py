@@ -136,6 +136,31 @@ class TagDirectory:
         with self.database.begin() as connection:
             return connection.execute(sa.text("DELETE FROM users WHERE id = :id"), {"id": user_id}).rowcount > 0
 
+    def erase_user(self, user_id: str, tenant_id: str | None = None) -> dict[str, int]:
+        """
+        Erase a user (docs/contract.md "Deletion"): the tags they own (in ``tenant_id``, or in every tenant) keep no
+        owner, and their id and email go once they own no tag in any tenant. Freed pages are zeroed
+        (``secure_delete``) and the file's journal is emptied.
+
+        :returns: ``{"tag_owners": n, "users": 0 or 1}``: ownerships cleared and user rows removed.
+        """
+        params: dict[str, Any] = {"user_id": user_id}
+        clear = "UPDATE tags SET owner_user_id = NULL WHERE owner_user_id = :user_id"
+        if tenant_id is not None:
+            _require_tenant(tenant_id)
+            clear, params = clear + " AND tenant_id = :tenant_id", {**params, "tenant_id": tenant_id}
+        with self.database.begin() as connection:
+            owners = connection.execute(sa.text(clear), params).rowcount
+            users = connection.execute(
+                sa.text(
+                    "DELETE FROM users WHERE id = :user_id "
+                    "AND NOT EXISTS (SELECT 1 FROM tags WHERE owner_user_id = :user_id)"
+                ),
+                {"user_id": user_id},
+            ).rowcount
+        self.database.checkpoint()
+        return {"tag_owners": owners, "users": users}
+
     def set_tag_owner(self, tenant_id: str, tag: str, owner_user_id: str | None) -> None:
         """
         Create a tenant's tag or change its owner (``None`` clears it).
@@ -166,9 +191,11 @@ class TagDirectory:
         """Remove every tag (and so every tag owner) of a tenant (docs/contract.md "Deletion"). Returns how many."""
         _require_tenant(tenant_id)
         with self.database.begin() as connection:
-            return connection.execute(
+            removed = connection.execute(
                 sa.text("DELETE FROM tags WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
             ).rowcount
+        self.database.checkpoint()
+        return removed
 
     def lookup(self, tenant_id: str, tag: str) -> TagOwner | None:
         """

@@ -33,6 +33,10 @@ class AccessGuard(RequestOptionDefaults):
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     @component.output_types(documents=list[Document], violations=int)
     def run(
         self,

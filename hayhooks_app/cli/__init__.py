@@ -25,6 +25,7 @@ written) or usage.
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -73,4 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         code = forward_to_server(args, carry(args, argv) if carry else argv)
         if code is not None:
             return code
-    return args.func(args)
+    from components.runtime.data_dir import private_umask
+
+    # What a command creates in the data dir is private, as the server's is (docs/operations.md, "Running the
+    # service"); restored after, for callers that run commands in-process.
+    previous = private_umask()
+    try:
+        return args.func(args)
+    finally:
+        os.umask(previous)

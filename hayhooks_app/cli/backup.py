@@ -91,7 +91,8 @@ def _backup(args: argparse.Namespace) -> int:
         text = (
             f"backup written to {manifest['path']}: {counts['chunks']} chunks in {counts['documents']} documents "
             f"of {len(counts['tenants'])} tenant(s), {len(manifest['files'])} files ({_size(manifest['files'])}) "
-            f"in {manifest['seconds']:.1f} s; writes paused {manifest['write_pause_s']:.2f} s"
+            f"in {manifest['seconds']:.1f} s; writes paused {manifest['write_pause_s']:.2f} s; "
+            f"authenticated with backup key {manifest['key_id']}"
         )
         print_result(args, {key: value for key, value in manifest.items() if key != "files"}, text)
         return EXIT_OK
@@ -113,6 +114,7 @@ def _restore(args: argparse.Namespace) -> int:
                 embedding=configuration["embedding"],
                 replace=args.replace,
                 store_definition=configuration["store"],
+                allow_unauthenticated=args.unauthenticated,
             )
         except BackupError as error:
             print_error(str(error))
@@ -149,6 +151,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--replace",
         action="store_true",
         help="replace a non-empty data directory (kept aside until the restore has succeeded)",
+    )
+    restore.add_argument(
+        "--unauthenticated",
+        action="store_true",
+        help="restore a backup made before backups were authenticated (format 1: no manifest.hmac)",
     )
     # Never forwarded to a server: restoring under a running server is refused (its shard lock says so).
     restore.set_defaults(func=_restore, local_only=True)

@@ -39,6 +39,11 @@ def environment(args: argparse.Namespace) -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if getattr(args, "data_dir", None):
         os.environ["SOURCEBOUND_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    data_dir = Path(os.environ.get("SOURCEBOUND_DATA_DIR", "").strip() or "./data")
+    if data_dir.is_dir():
+        from components.runtime.data_dir import tighten_data_dir
+
+        tighten_data_dir(data_dir)
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -196,15 +196,15 @@ def _delete(args: argparse.Namespace) -> int:
         settings = Settings.from_env()
         store = open_store(args.pipeline)
         records = RecordStore(settings.records_path)
+        directory = TagDirectory(settings.data_dir / "tags.sqlite")
         try:
             if args.user is not None:
                 removed = erase_user(
                     store, args.user, args.tenant, records=records, keys_file=settings.api_keys_file,
-                    data_dir=settings.data_dir,
+                    data_dir=settings.data_dir, directory=directory,
                 )  # fmt: skip
                 result, who = {"user_id": args.user, "tenant_id": args.tenant, "removed": removed}, f"user {args.user}"
             else:
-                directory = TagDirectory(settings.data_dir / "tags.sqlite")
                 removed = erase_tenant(
                     store, args.tenant, records=records, directory=directory, keys_file=settings.api_keys_file,
                     data_dir=settings.data_dir,
@@ -233,7 +233,9 @@ def register_delete(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "delete", parents=[common_options()], help="delete everything of a tenant, or a user's private data"
     )
     parser.add_argument("--tenant", help="tenant_id to delete (with --user: only in this tenant)")
-    parser.add_argument("--user", help="user_id whose private documents, query-log rows and user keys to delete")
+    parser.add_argument(
+        "--user", help="user_id whose private documents, query-log rows, user keys, tag ownerships and email to delete"
+    )
     parser.set_defaults(func=_delete)
     return parser
 

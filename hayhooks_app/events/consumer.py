@@ -33,6 +33,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 import pika
@@ -43,6 +44,7 @@ from prometheus_client import Counter
 from components.core.access_rule import WriteRule
 from components.core.document_identity import IndexingValidationError
 from components.core.errors import WriteForbiddenError
+from components.runtime.files_beneath import UnsafeFileError, read_file_beneath
 from components.services.document_lifecycle import LifecycleError
 from hayhooks_app.container import ServiceContainer
 from hayhooks_app.events.messages import ROUTING_KEYS, Command, PoisonMessage, parse_event
@@ -297,7 +299,10 @@ class EventConsumer:
             return outcomes
         if live[0].kind == "upsert":
             result = container.requests.index_documents(
-                [command.arguments for command in live], key_id=key_id, writer=writer
+                [command.arguments for command in live],
+                key_id=key_id,
+                event_ids=[command.event_id for command in live],
+                writer=writer,
             )
             by_document = {(entry.get("tenant_id"), entry.get("document_id")): entry for entry in result["documents"]}
             by_id = {entry.get("document_id"): entry for entry in result["documents"]}
@@ -326,6 +331,13 @@ class EventConsumer:
             result = container.requests.invalidate(
                 command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments
             )
+        elif command.kind == "invalidate_artifacts":
+            # Found by artifact id, whatever their document_id (docs/events.md); the published event's id derives
+            # from this one's, so a redelivery that applies again publishes the same event.
+            outcome = container.requests.invalidate_artifacts(
+                command.tenant_id, ids, key_id=key_id, event_id=command.event_id, writer=writer, **command.arguments
+            )
+            result = {key: outcome[key] for key in ("invalidated", "chunks_removed", "cascade_id", "document_ids")}
         else:
             result = container.requests.set_flags(
                 command.tenant_id, ids, key_id=key_id, writer=writer, **command.arguments
@@ -342,21 +354,21 @@ class EventConsumer:
         root = self.settings.files_dir
         if root is None:
             raise IndexingValidationError(["file references are off: set SOURCEBOUND_EVENTS_FILES_DIR"])
-        path = (root / command.arguments["file"]).resolve()
-        if not path.is_relative_to(root.resolve()):  # a symlink out of the folder
-            raise IndexingValidationError([f"{command.arguments['file']}: outside SOURCEBOUND_EVENTS_FILES_DIR"])
-        if not path.is_file():
-            raise IndexingValidationError([f"{command.arguments['file']}: no such file"])
-        limit = self.container.indexing.max_file_bytes
-        if path.stat().st_size > limit:
-            raise IndexingValidationError([f"{command.arguments['file']}: over the size limit of {limit} bytes"])
+        name = command.arguments["file"]
+        # Opened once, component by component without following links, then checked: a link swapped in after a
+        # check cannot lead the read out of the folder (docs/events.md, "Events").
+        try:
+            data = read_file_beneath(root, name, self.container.indexing.max_file_bytes)
+        except UnsafeFileError as error:
+            raise IndexingValidationError([f"{name}: {error} (under SOURCEBOUND_EVENTS_FILES_DIR)"]) from None
+        file_name = PurePosixPath(name).name
         meta = {
             **command.arguments["meta"],
-            "document_name": command.arguments["meta"].get("document_name") or path.name,
+            "document_name": command.arguments["meta"].get("document_name") or file_name,
         }
-        if source_type := source_type_for_path(path.name):
+        if source_type := source_type_for_path(file_name):
             meta["source_type"] = source_type
-        return ByteStream(data=path.read_bytes(), meta=meta)
+        return ByteStream(data=data, meta=meta)
 
     @staticmethod
     def _record(command: Command, outcome: str, document_ids: list[str], details: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import AwareDatetime, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from hayhooks_app.schemas import (
+    LIMITS,
     DocumentId,
     DocumentIds,
     FlagsRequest,
@@ -58,7 +59,11 @@ class UpsertData(IndexDocumentIn):
 
 
 class TaskValidatedData(IndexDocumentIn):
-    """``task.validated``: a validated task output, indexed as the document ``artifact_id`` (unless given)."""
+    """
+    ``task.validated``: a validated task output, indexed as the document ``artifact_id`` (unless given), and
+    ``verified`` unless its meta says otherwise: the QA service approved it, as ``POST /api/v1/embed`` assumes of
+    the outputs DATS embeds (docs/api.md, "DATS RAG API").
+    """
 
     artifact_id: DocumentId = Field(description="The artifact; the document_id when none is given.")
 
@@ -66,7 +71,10 @@ class TaskValidatedData(IndexDocumentIn):
     def _artifact_is_the_document(self) -> "TaskValidatedData":
         if self.document_id is None:
             self.document_id = self.artifact_id
-        self.meta = {**(self.meta or {}), "artifact_id": self.artifact_id}
+        meta = dict(self.meta or {})
+        if meta.get("verified") is None:
+            meta["verified"] = True
+        self.meta = {**meta, "artifact_id": self.artifact_id}
         return self
 
 
@@ -102,11 +110,14 @@ class DeleteData(StrictModel):
 
 
 class ArtifactTaintedData(StrictModel):
-    """``artifact.tainted``: an upstream artifact was tainted; its documents are invalidated."""
+    """
+    ``artifact.tainted``: an upstream artifact was tainted; the documents indexed with those artifact ids
+    (``meta.artifact_id``, whatever their ``document_id``) are invalidated.
+    """
 
     tenant_id: Identifier
-    artifact_id: DocumentId | None = None
-    artifact_ids: DocumentIds | None = None
+    artifact_id: Identifier | None = None
+    artifact_ids: Annotated[list[Identifier], Field(min_length=1, max_length=LIMITS.max_document_ids)] | None = None
     cascade_id: CascadeId | None = None
     reason: ShortText | None = None
 
@@ -154,7 +165,9 @@ class Command:
     """
     One validated event, ready to apply.
 
-    :param kind: ``upsert``, ``upsert_file``, ``invalidate`` or ``flags``.
+    :param kind: ``upsert``, ``upsert_file``, ``invalidate``, ``invalidate_artifacts`` (``document_ids`` then holds
+        the artifact ids: events are ordered per artifact, which is the document of a ``task.validated``) or
+        ``flags``.
     :param occurred_at_us: Publish time in microseconds since the epoch (the per-document order).
     :param document_ids: The documents it changes.
     :param arguments: For ``upsert`` the document (``index_documents`` shape); else the lifecycle arguments.
@@ -162,7 +175,7 @@ class Command:
 
     event_id: str
     routing_key: str
-    kind: Literal["upsert", "upsert_file", "invalidate", "flags"]
+    kind: Literal["upsert", "upsert_file", "invalidate", "invalidate_artifacts", "flags"]
     tenant_id: str
     occurred_at_us: int
     document_ids: list[str]
@@ -247,8 +260,11 @@ def parse_event(
             arguments={"tainted": data.tainted, "verified": data.verified, "reason": data.reason},
         )  # fmt: skip
     if isinstance(data, ArtifactTaintedData):
-        ids, reason, cascade_id = data.ids(), data.reason or "upstream_taint", data.cascade_id
-    elif isinstance(data, DeleteData):
+        return Command(
+            **base, kind="invalidate_artifacts", occurred_at_us=occurred_at_us, document_ids=data.ids(),
+            arguments={"reason": data.reason or "upstream_taint", "cascade_id": data.cascade_id},
+        )  # fmt: skip
+    if isinstance(data, DeleteData):
         ids, reason, cascade_id = list(dict.fromkeys(data.document_ids)), data.reason or "deleted", None
     else:
         ids, reason, cascade_id = list(dict.fromkeys(data.document_ids)), data.reason, data.cascade_id

@@ -56,11 +56,13 @@ class EventPublisher:
         event_id: str | None = None,
         occurred_at: datetime | None = None,
         body: bytes | None = None,
+        mandatory: bool = True,
     ) -> str:
         """
         Publish one event (or a raw ``body``); returns its event id.
 
-        :raises pika.exceptions.UnroutableError: When no queue is bound for the routing key.
+        :param mandatory: Refuse a message no queue is bound for (``False``: the broker drops it silently).
+        :raises pika.exceptions.UnroutableError: When ``mandatory`` and no queue is bound for the routing key.
         """
         event_id = event_id or uuid.uuid4().hex
         payload = body if body is not None else event_body(data or {}, event_id, occurred_at)
@@ -71,7 +73,7 @@ class EventPublisher:
             pika.BasicProperties(
                 content_type="application/json", delivery_mode=pika.DeliveryMode.Persistent, message_id=event_id
             ),
-            mandatory=True,
+            mandatory=mandatory,
         )
         return event_id
 

@@ -92,6 +92,9 @@ def run_consumer(args: argparse.Namespace) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     container.indexing.warm_up()
     consumer = EventConsumer(container, events)
+    from hayhooks_app.events.outbox_relay import start_relay
+
+    relay = start_relay(container, events)  # what the events change is published too (SOURCEBOUND_EVENTS_PUBLISH)
 
     def finish(_signum, _frame) -> None:
         consumer.stop()
@@ -106,6 +109,8 @@ def run_consumer(args: argparse.Namespace) -> int:
     try:
         consumer.run()
     finally:
+        if relay is not None:
+            relay.stop()
         container.indexing.close()
         container.close()
     return 0

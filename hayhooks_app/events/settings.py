@@ -39,6 +39,8 @@ class EventSettings:
     :param in_server: Run the consumer in the server process (``python -m hayhooks_app serve``).
     :param identity: The key id events are recorded under in ``index_events``.
     :param files_dir: Where ``document.upsert_file`` paths point (a shared volume); ``None`` refuses them.
+    :param broker_configured: ``SOURCEBOUND_EVENTS_URL`` is set: the server publishes ``question.routed`` events
+        there (docs/events.md, "Published events"); unset, nothing is published.
     """
 
     tenants: frozenset[str] = field(default_factory=frozenset)
@@ -54,6 +56,7 @@ class EventSettings:
     in_server: bool = False
     identity: str = "events"
     files_dir: Path | None = None
+    broker_configured: bool = False
 
     @property
     def dead_letter_exchange(self) -> str:
@@ -84,6 +87,7 @@ class EventSettings:
         return cls(
             tenants=tenants,
             url=os.environ.get("SOURCEBOUND_EVENTS_URL", "").strip() or DEFAULT_URL,
+            broker_configured=bool(os.environ.get("SOURCEBOUND_EVENTS_URL", "").strip()),
             allow_public=env_bool("SOURCEBOUND_EVENTS_ALLOW_PUBLIC", False),
             prefetch=env_int("SOURCEBOUND_EVENTS_PREFETCH", 32, 1),
             batch_wait_s=env_int("SOURCEBOUND_EVENTS_BATCH_WAIT_MS", 200, 0) / 1000,

@@ -349,6 +349,85 @@
     return list;
   }
 
+  // ---- feedback: thumbs on each answer (POST /feedback with the answer's query_id) ---------------
+  async function sendFeedback(queryId, rating, comment) {
+    const body = { query_id: queryId, rating };
+    if (comment) body.comment = comment;
+    // Only who asked: the server checks the query is this asker's (trusted mode: tenant and user; a key or a
+    // token names its own).
+    if (state.mode !== "oidc") {
+      if (state.identity.tenant) body.tenant_id = state.identity.tenant;
+      if (state.identity.user) body.user_id = state.identity.user;
+    }
+    const response = await fetch("/feedback", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...(await authHeaders()) },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(await errorText(response));
+    return (await response.json()).result;
+  }
+
+  // The thumb is an SVG in the page's <template> (no emoji font needed, nothing loaded).
+  function thumbButton(label, down) {
+    const button = el("button", "secondary thumb");
+    const icon = $("thumb-icon").content.firstElementChild.cloneNode(true);
+    if (down) icon.classList.add("down");
+    button.append(icon, document.createTextNode(` ${label}`));
+    return button;
+  }
+
+  function renderFeedback(queryId) {
+    const bar = el("div", "feedback");
+    bar.setAttribute("role", "group");
+    bar.setAttribute("aria-label", "Was this answer helpful?");
+    const up = thumbButton("Helpful", false);
+    const down = thumbButton("Not helpful", true);
+    const comment = el("input", "feedback-comment");
+    comment.type = "text";
+    comment.maxLength = 2000;
+    comment.placeholder = "What was wrong or missing? (optional)";
+    comment.setAttribute("aria-label", "What was wrong or missing");
+    const send = el("button", "feedback-send", "Send");
+    const status = el("span", "status feedback-status");
+    status.setAttribute("role", "status");
+    for (const button of [up, down, send]) button.type = "button";
+    up.dataset.rating = "up";
+    down.dataset.rating = "down";
+    comment.hidden = true;
+    send.hidden = true;
+    const submit = async (rating) => {
+      for (const button of [up, down, send]) button.disabled = true;
+      status.textContent = "Sending…";
+      try {
+        await sendFeedback(queryId, rating, rating === "down" ? comment.value.trim() : "");
+        (rating === "up" ? up : down).setAttribute("aria-pressed", "true");
+        comment.hidden = true;
+        send.hidden = true;
+        status.textContent = rating === "up" ? "Thanks: recorded." : "Thanks: the owner of these documents will see it.";
+        bar.dataset.sent = rating;
+      } catch (error) {
+        status.textContent = error.message || String(error);
+        for (const button of [up, down, send]) button.disabled = false;
+      }
+    };
+    up.addEventListener("click", () => submit("up"));
+    down.addEventListener("click", () => {
+      comment.hidden = false;
+      send.hidden = false;
+      comment.focus();
+    });
+    send.addEventListener("click", () => submit("down"));
+    comment.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        submit("down");
+      }
+    });
+    bar.append(up, down, comment, send, status);
+    return bar;
+  }
+
   function finishAnswer(bubble, text, extra) {
     const sources = numberSources(text, extra.citations);
     renderAnswerText(bubble.querySelector(".answer-text"), text, sources);
@@ -357,6 +436,7 @@
     details.append(renderConfidence(extra.confidence, extra.action));
     if (extra.action === "ROUTE" && extra.route_to) details.append(renderRoute(extra.route_to));
     if (sources.size) details.append(renderSourceList(sources));
+    if (extra.query_id) details.append(renderFeedback(extra.query_id));
     bubble.append(details);
   }
 

@@ -208,6 +208,8 @@ class TestWrites:
             "conversations": 0,
             "glossary": 0,
             "sentence_vectors": 0,
+            "feedback": 0,
+            "kept_questions": 0,
         }
         assert response.json()["result"] == {"tenant_id": "t-admin", "chunks_removed": 0, "removed": removed}
         error_of(

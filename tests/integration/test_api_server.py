@@ -26,7 +26,7 @@ ABSENT = "What is the airspeed velocity of an unladen swallow?"
 INSUFFICIENT = "I don't have enough information in the available documents to answer this question."
 RAG_FIELDS = {
     "answer", "confidence", "citations", "action", "route_to", "model_used",
-    "context_chunks_used", "context_tokens_used", "generation_time_ms", "grounded", "glossary_terms",
+    "context_chunks_used", "context_tokens_used", "generation_time_ms", "grounded", "glossary_terms", "query_id",
 }  # fmt: skip
 
 

@@ -18,6 +18,8 @@ from components.stores.tag_directory import TagDirectory
 from hayhooks_app.cli import main as sourcebound
 
 ACME_QUERY = "secret acme merger codename"  # query text that must not survive the tenant
+UNANSWERED = "Where is the zeppelin hangar lease"  # a kept question, and a feedback comment on its answer
+COMMENT = "quokka-cartography comment"
 
 
 def documents_for(tenant):
@@ -71,7 +73,8 @@ def chunks_of(store_path, **meta):
 def data_dir(tmp_path_factory):
     """A data dir two tenants used: documents, queries, tag owners and keys of acme and globex; the server stopped."""
     data_dir = tmp_path_factory.mktemp("erasure") / "data"
-    with ApiServer(data_dir, env={"SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}) as server:
+    env = {"SOURCEBOUND_BOOTSTRAP_CORPUS": "false", "SOURCEBOUND_KEEP_UNANSWERED_QUESTIONS": "true"}
+    with ApiServer(data_dir, env=env) as server:
         for tenant in ("acme", "globex"):
             assert server.client.post("/index/run", json={"documents": documents_for(tenant)}).status_code == 200
             for user in ("u-alice", "u-bob"):
@@ -82,6 +85,13 @@ def data_dir(tmp_path_factory):
                     "user_id": user,
                 }
                 assert server.client.post("/search/run", json=body).status_code == 200
+                # A question the documents do not answer (kept: declined) and the asker's comment on it.
+                asked = {**body, "query": f"{UNANSWERED} for {tenant}?"}
+                answer = server.client.post("/rag/run", json=asked).json()["result"]
+                assert answer["action"] == "ROUTE", answer
+                rated = {"query_id": answer["query_id"], "rating": "down", "comment": f"{COMMENT} ({tenant})",
+                         "tenant_id": tenant, "user_id": user}  # fmt: skip
+                assert server.client.post("/feedback", json=rated).status_code == 200
                 conversation = server.client.post("/conversations", json={"tenant_id": tenant, "user_id": user})
                 assert conversation.status_code == 200
             glossary = {"tenant_id": tenant, "csv": "term,aliases\nhandbook,staff guide\n"}
@@ -107,8 +117,9 @@ class TestTenantDelete:
         assert data_dir.report == {
             "tenant_id": "acme", "chunks_removed": 4,
             # index_events: the indexing and the glossary load.
-            "removed": {"chunks": 4, "query_log_rows": 2, "index_events": 2, "tag_owners": 1, "api_keys": 2,
-                        "conversations": 2, "glossary": 1, "sentence_vectors": 4},
+            "removed": {"chunks": 4, "query_log_rows": 4, "index_events": 2, "tag_owners": 1, "api_keys": 2,
+                        "conversations": 2, "glossary": 1, "sentence_vectors": 4, "feedback": 2, "kept_questions": 2,
+                        "source_mirrors": 0, "sync_rows": 0},
         }  # fmt: skip
         assert data_dir.searched_after == []
 
@@ -133,20 +144,33 @@ class TestTenantDelete:
         assert (event, document_ids, reason, cascade_id, chunks) == ("delete_tenant", None, None, None, 4)
         assert json.loads(details) == {
             "chunks": 4,
-            "query_log_rows": 2,
+            "query_log_rows": 4,
             "index_events": 2,
             "tag_owners": 1,
             "api_keys": 2,
             "conversations": 2,
             "glossary": 1,
             "sentence_vectors": 4,
+            "feedback": 2,
+            "kept_questions": 2,
+            "source_mirrors": 0,
+            "sync_rows": 0,
         }
-        assert rows(records, "SELECT count(*) FROM query_log WHERE tenant_id = 'globex'") == [(2,)]
+        assert rows(records, "SELECT count(*) FROM query_log WHERE tenant_id = 'globex'") == [(4,)]
         assert rows(records, "SELECT count(*) FROM index_events WHERE tenant_id = 'globex'") == [(2,)]
         # No file of the database still holds the query text (deleted pages are not left in the WAL or the file).
         for name in ("records.sqlite", "records.sqlite-wal"):
             path = data_dir.path / name
             assert not path.exists() or b"merger codename" not in path.read_bytes(), name
+
+    def test_kept_questions_and_feedback_are_gone_from_the_rows_and_the_file(self, data_dir):
+        records = data_dir.path / "records.sqlite"
+        for table in ("kept_questions", "feedback"):
+            assert rows(records, f"SELECT count(*) FROM {table} WHERE tenant_id = 'acme'") == [(0,)], table  # noqa: S608
+            assert rows(records, f"SELECT count(*) FROM {table} WHERE tenant_id = 'globex'") == [(2,)], table  # noqa: S608
+        stored = b"".join(path.read_bytes() for path in data_dir.path.glob("records.sqlite*") if path.is_file())
+        assert f"{UNANSWERED} for acme".encode() not in stored and f"{COMMENT} (acme)".encode() not in stored
+        assert f"{UNANSWERED} for globex".encode() in stored  # the other tenant's stay
 
     def test_tag_owners_and_keys_are_gone(self, data_dir):
         assert rows(data_dir.path / "tags.sqlite", "SELECT count(*) FROM tags WHERE tenant_id = 'acme'") == [(0,)]
@@ -177,7 +201,8 @@ class TestUserDelete:
         assert code == 0, out
         assert json.loads(out) == {
             "user_id": "u-alice", "tenant_id": "globex",
-            "removed": {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1},
+            "removed": {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "tag_owners": 1, "users": 1,
+                        "conversations": 1, "feedback": 1, "kept_questions": 1, "query_log_rows": 2},
         }  # fmt: skip
         # The reader's stored sentence vectors of alice's private documents went with them; bob's stay.
         assert sorted(
@@ -203,12 +228,16 @@ class TestUserDelete:
             (1,)
         ]
         assert rows(records, "SELECT count(*) FROM query_log WHERE user_id = 'u-bob' AND tenant_id = 'globex'") == [
-            (1,)
+            (2,)
         ]
+        # The user's kept question and feedback went too; bob's stay.
+        for table in ("kept_questions", "feedback"):
+            assert rows(records, f"SELECT user_id FROM {table} WHERE tenant_id = 'globex'") == [("u-bob",)]  # noqa: S608
         tombstone = rows(records, "SELECT tenant_id, details FROM index_events WHERE event = 'delete_user'")
         assert [(tenant, json.loads(details)) for tenant, details in tombstone] == [
-            ("globex", {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "conversations": 1, "query_log_rows": 1})
-        ]
+            ("globex", {"chunks": 2, "sentence_vectors": 2, "api_keys": 1, "tag_owners": 1, "users": 1,
+                        "conversations": 1, "feedback": 1, "kept_questions": 1, "query_log_rows": 2})
+        ]  # fmt: skip
         assert "u-alice" not in tombstone[0][1]
         users = [entry.get("user_id") for entry in json.loads((data_dir.path / "api_keys.json").read_text())["keys"]]
         assert users == [None]

@@ -18,7 +18,9 @@ from support.office_files import (
     CARRIERS_XLSX,
     FIXTURES,
     HANDBOOK_DOCX,
+    REVIEW_PPTX,
     docx_bytes,
+    office_expanding_part,
     office_zip_bomb,
     pptx_bytes,
     replace_part,
@@ -196,3 +198,53 @@ def test_bad_files_get_a_clear_422_and_change_nothing(server, indexed, tmp_path)
     )
     assert server.client.get("/health").json()["status"] == "healthy"
     print(f"\nbad files: {len(cases) + 1} uploads refused with 422; store unchanged at {after.points} points")
+
+
+def _memory_kib(pid: int, field: str) -> int:
+    for line in open(f"/proc/{pid}/status", encoding="ascii"):
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"/proc/{pid}/status has no {field}")
+
+
+@pytest.fixture(scope="module")
+def hostile_files():
+    # ~11 MB each on the wire, one XML part inflating to 256 MB: neither ratio nor size looks like a classic bomb.
+    return {
+        "huge.docx": office_expanding_part(HANDBOOK_DOCX, "word/document.xml"),
+        "huge.pptx": office_expanding_part(REVIEW_PPTX, "ppt/slides/slide1.xml"),
+        "huge.xlsx": office_expanding_part(CARRIERS_XLSX, "xl/worksheets/sheet1.xml"),
+    }
+
+
+def test_hostile_office_files_are_refused_with_bounded_memory(server, indexed, hostile_files):
+    pid = server.process.pid
+    before = live_snapshot(server.data_dir)
+    expected = {
+        "huge.docx": "part 'word/document.xml' expands to 256",
+        "huge.pptx": "part 'ppt/slides/slide1.xml' expands to 256",
+        # A workbook's sheets are streamed, not parsed whole: the total cap refuses it.
+        "huge.xlsx": "over the limit of 67108864 (SOURCEBOUND_MAX_EXPANDED_BYTES)",
+    }
+    for name, data in hostile_files.items():
+        assert 9_000_000 < len(data) < 13_000_000, len(data)
+        resident = _memory_kib(pid, "VmRSS")
+        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")  # restart the peak (VmHWM) from the current resident size
+        response = server.client.post("/index/upload", files={"files": (name, data)}, data=FORM)
+        peak = _memory_kib(pid, "VmHWM")
+        assert response.status_code == 422, (name, response.text[:300])
+        assert expected[name] in response.json()["message"], (name, response.json())
+        growth_mib = (peak - resident) / 1024
+        print(
+            f"\n{name}: {len(data) / 2**20:.1f} MiB upload refused; "
+            f"peak RSS {resident / 1024:.0f} -> {peak / 1024:.0f} MiB"
+        )
+        # Parsing the part whole would take gigabytes; the upload's own bytes and one inflate step take tens of MB.
+        assert growth_mib < 128, (name, growth_mib)
+    after = live_snapshot(server.data_dir)
+    assert (after.points, after.content_digest, after.vector_digest) == (
+        before.points,
+        before.content_digest,
+        before.vector_digest,
+    )

@@ -26,6 +26,7 @@ ENV = {"SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SOURCEBOUND_")}
     env.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["SOURCEBOUND_BACKUP_KEY_FILE"] = os.environ["SOURCEBOUND_BACKUP_KEY_FILE"]  # the tests' key (conftest.py)
     return subprocess.run(
         [sys.executable, "-m", "hayhooks_app.cli", *args],
         cwd=cwd or REPO,

@@ -31,6 +31,7 @@ import os
 import random
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -522,6 +523,121 @@ def test_no_response_shows_an_invisible_document(server, corpus):
     assert stats.probes >= 3 * min(examples(server), 20)
     # Not vacuous: a good share of the requests did see documents (and none saw too many).
     assert stats.non_empty >= stats.probes // 10
+
+
+# ---------------------------------------------------------------------- the specification routes
+
+# The DATS query's filters when a request sends none (docs/api.md, "DATS RAG API").
+DATS_DEFAULT_FILTERS = {"verified_only": True, "exclude_tainted": True}
+
+
+def _without_scope(identity: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in identity.items() if key != "scope"}
+
+
+def _plan_refuses(identity: dict[str, Any]) -> bool:
+    """The plan's routes need the ids their scope is about (a 422 otherwise)."""
+    scope = identity.get("scope")
+    return (scope == "project" and not (identity.get("user_id") and identity.get("project_id"))) or (
+        scope == "user" and not identity.get("user_id")
+    )
+
+
+def _unechoed(body: dict[str, Any]) -> dict[str, Any]:
+    """A response without the request's own text, which these routes echo (it may quote any canary)."""
+    return {key: value for key, value in body.items() if key not in {"query", "message", "question"}}
+
+
+def check_ids(ids: list[str], allowed: list[TestDocument], identity: dict, path: str) -> None:
+    visible_ids = {document.document_id for document in allowed}
+    leaked = set(ids) - visible_ids
+    assert not leaked, f"{path} showed {sorted(leaked)} to {identity}"
+
+
+@st.composite
+def spec_probes(draw, corpus: Corpus) -> dict[str, Any]:
+    identity, anchor = draw(identities(corpus))
+    filters = draw(
+        st.one_of(
+            st.none(),
+            st.fixed_dictionaries({}, optional={"verified_only": st.booleans(), "exclude_tainted": st.booleans()}),
+        )
+    )
+    return {"identity": identity, "filters": filters, "query": draw(queries(corpus, anchor)),
+            "k": draw(st.integers(1, 20)), "mode": draw(st.sampled_from(["vector", "keyword", "hybrid"]))}  # fmt: skip
+
+
+def test_specification_routes_show_no_invisible_document(server, corpus):
+    """
+    The DATS query, the plan's query and enrichment, and the RAG Standard's search and chat answer the same
+    requesters as the probes above: nothing they return (ids, snippets, context, answers, canaries anywhere in the
+    body) comes from a document the requester may not see (docs/api.md, "Specification routes").
+    """
+    http, counts = server.client, Counter()
+
+    @settings(
+        max_examples=max(10, examples(server) // 2),
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+    @given(probe=spec_probes(corpus))
+    def check(probe):
+        identity, filters, query = probe["identity"], probe["filters"], probe["query"]
+        note(ascii(probe))
+        plain = _without_scope(identity)
+        # DATS: no scope field; its filters default to verified only; project_id narrows further (a subset).
+        dats_filters = {**DATS_DEFAULT_FILTERS, **(filters or {})}
+        response = http.post(
+            "/api/v1/query",
+            json={"query": query, **plain, "filters": filters, "k": probe["k"], "search_mode": probe["mode"]},
+        )
+        assert response.status_code == 200, response.text[:500]
+        allowed = corpus.visible_to(plain, dats_filters)
+        body = response.json()
+        check_ids([source["artifact_id"] for source in body["sources"]], allowed, identity, "/api/v1/query")
+        check_canaries(_unechoed(body), allowed, identity)
+        counts["dats"] += bool(body["sources"])
+        # The plan: scope narrows; a scope without its ids is refused.
+        allowed = corpus.visible_to(identity, filters)
+        options = {"filters": filters} if filters is not None else {}
+        for path, request in (
+            ("/rag/query", {"query": query, **identity, **options, "top_k": probe["k"], "mode": probe["mode"]}),
+            ("/rag/enrich", {"message": query, **identity, **options, "top_k": probe["k"]}),
+        ):
+            response = http.post(path, json=request)
+            if _plan_refuses(identity):
+                assert response.status_code == 422, response.text[:500]
+                continue
+            assert response.status_code == 200, response.text[:500]
+            result = response.json()["result"]
+            hits = result.get("results", result.get("sources", []))
+            check_ids([hit["document_id"] for hit in hits], allowed, identity, path)
+            check_canaries(_unechoed(result), allowed, identity)
+            counts[path] += bool(hits)
+        # The RAG Standard: GET /search takes the identity as query parameters (no scope); POST /chat in the body.
+        params = {"q": query, "k": probe["k"], **{k: v for k, v in plain.items() if k != "user_tags"}}
+        params["user_tags"] = plain["user_tags"]
+        response = http.get("/search", params=params)
+        split_tags = [tag for value in plain["user_tags"] for tag in value.split(",") if tag]
+        allowed_search = corpus.visible_to({**plain, "user_tags": split_tags}, None)
+        assert response.status_code == 200, response.text[:500]
+        body = response.json()
+        check_ids([hit["document_id"] for hit in body["results"]], allowed_search, identity, "/search")
+        check_canaries(_unechoed(body), allowed_search, identity)
+        # POST /chat has no filters field: its requests get the defaults.
+        response = http.post("/chat", json={"question": query, **identity})
+        assert response.status_code == 200, response.text[:500]
+        body, allowed = _unechoed(response.json()), corpus.visible_to(identity, None)
+        check_answer(body["answer"], {**body, "citations": body["sources"]}, allowed, identity)
+        check_ids([source_id.rsplit(":", 1)[0] for source_id in body["citations"]], allowed, identity, "/chat")
+        counts["/chat"] += bool(body["citations"])
+
+    check()
+    print(f"\nspecification-route probes with results: {dict(counts)}")
+    # Not vacuous: each route did show documents to somebody.
+    assert all(counts[route] for route in ("dats", "/rag/query", "/rag/enrich", "/chat")), counts
 
 
 # ---------------------------------------------------------------------- targeted attacks

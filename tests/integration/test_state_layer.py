@@ -26,7 +26,9 @@ from components.generators.conversation_summarizer import ExtractiveConversation
 from components.services.conversation_service import ConversationService, ConversationSettings
 from components.stores import key_store
 from components.stores.conversation_store import erase_conversations
+from components.stores.feedback_store import FeedbackStore
 from components.stores.glossary_store import GlossaryStore
+from components.stores.kept_question_store import KeptQuestionStore
 from components.stores.key_store import ApiKeyStore, SqlApiKeys
 from components.stores.record_store import QueryLogWriter, RecordStore
 from components.stores.state import STORES, open_state
@@ -38,8 +40,8 @@ from components.stores.tag_directory import TagDirectory, TagOwner
 pytestmark = pytest.mark.integration
 
 PRE_STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state" / "pre_state_layer"
-HEADS = {"keys": "keys_0001", "tags": "tags_0001", "records": "records_0001", "glossary": "glossary_0001",
-         "conversations": "conversations_0002", "sources": "sources_0003"}  # fmt: skip
+HEADS = {"keys": "keys_0001", "tags": "tags_0001", "records": "records_0002", "glossary": "glossary_0001",
+         "conversations": "conversations_0002", "sources": "sources_0003", "outbox": "outbox_0001"}  # fmt: skip
 ALICE = Identity(tenant_id="acme", user_tags=("hr",), user_id="u-alice")
 
 
@@ -183,6 +185,28 @@ class TestRecords:
         store.close()
         with pytest.raises(ValueError, match="SOURCEBOUND_QUERY_HASH_KEY must be at least 32"):
             RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="short")
+
+    def test_feedback_kept_questions_and_the_askers_query_on_either_engine(self, state_url, tmp_path):
+        store = RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="")
+        store.log_query(endpoint="rag", tenant_id="acme", user_id=None, query="q", latency_ms=1, query_id="q-1",
+                        tag="hr", action="ROUTE", result_count=0)  # fmt: skip
+        assert store.asked_query("q-1", tenant_id="acme", user_id=None, key_id=None)["tag"] == "hr"
+        assert store.asked_query("q-1", tenant_id="acme", user_id="u1", key_id=None) is None
+        assert store.answer_quality("acme", since=0) == [
+            {"tag": "hr", "answers": 1, "cited": 0, "routed": 1, "empty": 1}
+        ]
+        assert store.search_quality("acme", since=0) == {"searches": 0, "empty": 0}
+        feedback, kept = FeedbackStore(store.database), KeptQuestionStore(store.database)
+        feedback.record(query_id="q-1", tenant_id="acme", user_id=None, key_id=None, rating="up", tag="hr")
+        feedback.record(
+            query_id="q-1", tenant_id="acme", user_id=None, key_id=None, rating="down", comment="no", tag="hr"
+        )
+        assert kept.keep(query_id="q-1", tenant_id="acme", user_id=None, kind="routed", tag="hr", question="q")
+        assert not kept.keep(query_id="q-1", tenant_id="acme", user_id=None, kind="thumbs_down", tag="hr", question="q")
+        assert [(row["rating"], row["comment"]) for row in feedback.recent("acme")] == [("down", "no")]
+        assert feedback.counts("acme", since=0) == {"hr": {"up": 0, "down": 1}}
+        assert feedback.erase_tenant("acme") == 1 and kept.erase_tenant("acme") == 1
+        store.close()
 
     def test_events_and_erasure(self, state_url, tmp_path):
         store = RecordStore(tmp_path / "r.sqlite", database_url=state_url, hash_key="")
@@ -353,7 +377,10 @@ class TestDataDirWrittenBeforeTheStateLayer:
         monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
         imported = import_data_dir(data)
         assert imported == {"tags": 3, "records": 5, "glossary": 1, "conversations": 3, "sources": 4}
-        assert (data / "tags.sqlite.imported").exists() and not (data / "tags.sqlite").exists()
+        # Verified, then deleted: nothing of the file stays beside the shared database (docs/contract.md, "Deletion").
+        assert not [
+            path.name for path in data.iterdir() if path.name.endswith((".sqlite", "-wal", "-shm", ".imported"))
+        ]
         assert import_data_dir(data) == {}  # nothing left to import
         records = RecordStore(data / "records.sqlite", "full")
         key = bytes.fromhex((data / "records.sqlite.key").read_text().strip())
@@ -369,9 +396,21 @@ class TestDataDirWrittenBeforeTheStateLayer:
         assert len(service.get(conversation, ALICE)["messages"]) == 4
         keys = ApiKeyStore(data / "api_keys.json")
         keys.prepare()
-        assert not (data / "api_keys.json").exists() and (data / "api_keys.json.imported").exists()
+        assert not (data / "api_keys.json").exists() and not (data / "api_keys.json.imported").exists()
         assert keys.lookup("sb_pre_state_service_key_00000000000000000000").act_as_users == ("u-*",)
-        assert json.loads((data / "api_keys.json.imported").read_text())["keys"]
+
+    def test_files_an_earlier_import_renamed_are_removed(self, postgres_url, tmp_path, monkeypatch):
+        data = tmp_path / "data"
+        shutil.copytree(PRE_STATE, data)
+        monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
+        assert import_data_dir(data)["tags"] == 3
+        # What an earlier version left: the imported files renamed, holding rows the database may have erased since.
+        shutil.copy(PRE_STATE / "tags.sqlite", data / "tags.sqlite.imported")
+        shutil.copy(PRE_STATE / "api_keys.json", data / "api_keys.json.imported")
+        assert import_data_dir(data) == {}
+        ApiKeyStore(data / "api_keys.json").prepare()
+        assert not list(data.glob("*.imported"))
+        assert TagDirectory("unused").lookup("acme", "hr").owner_user_id == "u-hr-lead"
 
 
 class TestStateCommand:
@@ -385,7 +424,7 @@ class TestStateCommand:
         monkeypatch.setenv("SOURCEBOUND_DATABASE_URL", postgres_url)
         assert main(["state", "import", "--data-dir", str(data)]) == 0
         imported = json.loads(capsys.readouterr().out)["imported_rows"]
-        assert imported["tags"] == 3 and (data / "api_keys.json.imported").exists()
+        assert imported["tags"] == 3 and not (data / "api_keys.json").exists()
         assert main(["state", "status", "--data-dir", str(data)]) == 0
         status = json.loads(capsys.readouterr().out)
         assert {store: entry["revision"] for store, entry in status.items()} == HEADS

@@ -277,6 +277,24 @@ class TestWebPage:
         assert bubble.get_attribute("data-action") == "ROUTE"
         view.shot("route-card")
 
+    def test_thumbs_down_with_a_comment_reaches_the_feedback(self, open_page, server):
+        view = open_page("feedback")
+        view.identify("acme", "finance")
+        bubble = view.ask(MEAL)
+        bar = bubble.locator(".feedback")
+        assert bar.get_by_role("button", name="Helpful", exact=True).count() == 1
+        bar.get_by_role("button", name="Not helpful").click()
+        bar.locator(".feedback-comment").fill("The per diem changed in May.")
+        view.shot("feedback-comment")
+        bar.get_by_role("button", name="Send").click()
+        expect(bar.locator(".feedback-status")).to_contain_text("Thanks", timeout=30_000)
+        assert bar.get_attribute("data-sent") == "down"
+        view.shot("feedback-sent")
+        feedback = server.client.get("/insights/feedback", params={"tenant_id": "acme"}).json()["result"]["feedback"]
+        assert any(
+            entry["comment"] == "The per diem changed in May." and entry["rating"] == "down" for entry in feedback
+        )
+
     def test_upload_then_answer_from_it(self, open_page):
         view = open_page("upload")
         view.identify("acme", "all-staff")
@@ -414,6 +432,12 @@ class TestWebPageApiKeyMode:
         assert sent.value.headers["authorization"] == f"Bearer {key_server.key}"
         assert "07:30" in bubble.locator(".answer-text").inner_text()
         view.shot("answer-with-key")
+        # The thumbs send the same key, and the server accepts the rating as this key's own query.
+        with page.expect_request("**/feedback") as rated:
+            bubble.locator(".feedback").get_by_role("button", name="Helpful", exact=True).click()
+        assert rated.value.headers["authorization"] == f"Bearer {key_server.key}"
+        expect(bubble.locator(".feedback-status")).to_contain_text("Thanks", timeout=30_000)
+        assert bubble.locator(".feedback").get_attribute("data-sent") == "up"
 
         # A new browser session starts without the key.
         fresh = open_page("api-key-new-session", on="key_server")

@@ -167,6 +167,18 @@ class TestWebSignIn:
         view = open_page("oidc-bob")
         view.sign_in("bob")
         assert view.search() == {"payroll-calendar"}
+        # An answer's thumbs send the token too: the rating is accepted as this user's own query.
+        page = view.page
+        page.click("#tab-ask")
+        page.fill("#question", "When are salaries paid?")
+        page.press("#question", "Enter")
+        bubble = page.locator(".message.assistant").first
+        bubble.locator(".answer-details, .error-text").first.wait_for(timeout=60_000)
+        assert bubble.locator(".error-text").count() == 0, bubble.inner_text()
+        with page.expect_request("**/feedback") as rated:
+            bubble.locator(".feedback").get_by_role("button", name="Helpful", exact=True).click()
+        assert rated.value.headers["authorization"].startswith("Bearer ey")
+        expect(bubble.locator(".feedback-status")).to_contain_text("Thanks", timeout=30_000)
 
     def test_renews_then_asks_again_when_renewal_is_refused(self, open_page, provider):
         provider.token_lifetime_s = 12  # renewed 5 s before it expires

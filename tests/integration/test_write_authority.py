@@ -123,7 +123,7 @@ def server(tmp_path_factory):
             "/index/run", json={"documents": [doc.body() for doc in DOCS]}, headers=bearer(indexer)
         )
         assert response.status_code == 200, response.text
-        running.keys, running.alice_finance = keys, alice_finance
+        running.keys, running.alice_finance, running.indexer = keys, alice_finance, indexer
         yield running
 
 
@@ -255,6 +255,61 @@ def test_write_probe(server):
     print(f"\nwrite probes: {stats}")
     assert stats["refused"] and stats["allowed"]
     assert digest(server) == before
+
+
+def embed(server, key, artifact_id, **metadata):
+    body = {
+        "content": f"{artifact_id} canary-{artifact_id} quarterly figures.",
+        "metadata": {"artifact_id": artifact_id, **metadata},
+    }
+    return server.client.post("/api/v1/embed", json=body, headers=bearer(key))
+
+
+class TestSpecificationWritesFollowTheRule:
+    """The specification routes' writes (docs/api.md, "Specification routes") obey the same rule as /index/run."""
+
+    def test_artifact_removal_by_another_key_reads_as_missing(self, server):
+        indexer, bob, alice = server.indexer, server.keys["bob"], server.keys["alice"]
+        mine = {"tags": ["hr"], "scope": "user", "user_id": "u-alice"}
+        assert embed(server, indexer, "art-alice", **mine).status_code == 200
+        before = digest(server)
+        refused = server.client.delete("/api/v1/embeddings/art-alice", headers=bearer(bob))
+        missing = server.client.delete("/api/v1/embeddings/art-missing", headers=bearer(bob))
+        assert refused.status_code == missing.status_code == 404
+        assert refused.json()["message"].replace("art-alice", "X") == missing.json()["message"].replace(
+            "art-missing", "X"
+        )
+        batch = {"artifact_ids": ["art-alice"], "cascade_id": "c-9", "reason": "probe"}
+        refused = server.client.post("/api/v1/embeddings/batch-invalidate", json=batch, headers=bearer(bob))
+        missing = server.client.post(
+            "/api/v1/embeddings/batch-invalidate", json={**batch, "artifact_ids": ["art-missing"]}, headers=bearer(bob)
+        )
+        assert refused.status_code == missing.status_code == 200, refused.text
+        assert (refused.json()["invalidated"], refused.json()["chunks_removed"]) == (0, 0)
+        assert refused.json()["not_found"] == ["art-alice"] and missing.json()["not_found"] == ["art-missing"]
+        assert digest(server) == before
+        removed = server.client.delete("/api/v1/embeddings/art-alice", headers=bearer(alice))
+        assert removed.status_code == 200 and removed.json()["removed_chunks"] >= 1, removed.text
+
+    def test_embed_and_ingest_refuse_what_the_key_may_not_write(self, server):
+        bob, alice = server.keys["bob"], server.keys["alice"]
+        before = digest(server)
+        # Bob's own tags, but the stored alice-notes is not his to replace.
+        response = embed(server, bob, "art-bob", tags=["finance"], document_id="alice-notes")
+        assert "alice-notes" in error_of(response, 403, "forbidden")
+        # Tags outside the key.
+        assert "hr" in error_of(embed(server, bob, "art-bob", tags=["hr"]), 403, "forbidden")
+        # Public without the permission.
+        assert "public" in error_of(embed(server, alice, "art-pub", tags=["hr"], scope="public"), 403, "forbidden")
+        ingest = {"source_type": "document", "source_id": "notes.txt", "content": "Bob's replacement.",
+                  "metadata": {"tags": ["finance"], "document_id": "alice-notes"}}  # fmt: skip
+        response = server.client.post("/rag/ingest", json=ingest, headers=bearer(bob))
+        assert "alice-notes" in error_of(response, 403, "forbidden")
+        ingest = {**ingest, "source_id": "notes.md", "metadata": {"tags": ["finance"], "document_id": "alice-notes"}}
+        response = server.client.post("/rag/ingest", json=ingest, headers=bearer(bob))  # the file (converter) path
+        assert "alice-notes" in error_of(response, 403, "forbidden")
+        assert digest(server) == before
+        assert "alice-notes" in found(server, alice, "salary review notes band")
 
 
 class TestConversationsBelongToTheKey:

@@ -71,6 +71,8 @@ class ApiServer:
             SOURCEBOUND_TORCH_THREADS="1",
             PYTHONUNBUFFERED="1",
         )
+        if os.environ.get("SOURCEBOUND_BACKUP_KEY_FILE"):  # the tests' backup key (tests/conftest.py)
+            env["SOURCEBOUND_BACKUP_KEY_FILE"] = os.environ["SOURCEBOUND_BACKUP_KEY_FILE"]
         env.update(self.extra_env)
         return env
 

@@ -110,6 +110,53 @@ def office_zip_bomb(package: bytes, uncompressed_bytes: int) -> bytes:
     return replace_part(package, "word/media/padding.bin", b"\0" * uncompressed_bytes)
 
 
+def office_expanding_part(
+    package: bytes, name: str, expanded_bytes: int = 256_000_000, noise_chars: int = 4400
+) -> bytes:
+    """
+    The Office package with part ``name`` replaced by XML that inflates to ``expanded_bytes`` (declared honestly)
+    from about 1/23 of that on the wire: 64 KiB paragraphs of random letters then padding, so neither the size
+    (~11 MB for 256 MB) nor the ratio looks like a classic zip bomb. Streamed: the XML is never in memory whole.
+    """
+    import random
+
+    rng = random.Random(7)
+    noise = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(noise_chars))
+    block = ("<w:p><w:r><w:t>" + noise + "x" * (65536 - noise_chars - 40) + "</w:t></w:r></w:p>").encode()
+    source = zipfile.ZipFile(io.BytesIO(package))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as target:
+        for entry in source.infolist():
+            if entry.filename != name:
+                target.writestr(entry, source.read(entry.filename))
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with target.open(info, "w", force_zip64=True) as part:
+            part.write(b'<?xml version="1.0"?><w:document xmlns:w="urn:w"><w:body>')
+            written = 0
+            while written < expanded_bytes:
+                part.write(block)
+                written += len(block)
+            part.write(b"</w:body></w:document>")
+    return buffer.getvalue()
+
+
+def understate_size(package: bytes, name: str, declared: int) -> bytes:
+    """The package with part ``name``'s uncompressed size in the central directory rewritten to ``declared``."""
+    data = bytearray(package)
+    encoded = name.encode()
+    at = 0
+    while True:
+        at = data.find(b"PK\x01\x02", at)
+        if at < 0:
+            raise ValueError(f"{name} is not in the package")
+        name_length = int.from_bytes(data[at + 28 : at + 30], "little")
+        if bytes(data[at + 46 : at + 46 + name_length]) == encoded:
+            data[at + 24 : at + 28] = declared.to_bytes(4, "little")
+            return bytes(data)
+        at += 46
+
+
 HANDBOOK_DOCX = docx_bytes(
     "Warehouse handbook",
     [

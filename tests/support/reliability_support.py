@@ -32,7 +32,7 @@ CANARY_RE = re.compile(r"zq[0-9a-f]{12}")
 SOURCE_ID_RE = re.compile(r"\[SourceId:\s*([A-Za-z0-9-]+):(\d+)\]")
 INSUFFICIENT = "I don't have enough information in the available documents to answer this question."
 # Per-request timings and ids: everything else of a response must be reproducible.
-VOLATILE_KEYS = frozenset({"latency_ms", "generation_time_ms", "id", "created", "system_fingerprint"})
+VOLATILE_KEYS = frozenset({"latency_ms", "generation_time_ms", "id", "created", "system_fingerprint", "query_id"})
 
 
 def new_canary(rng: random.Random) -> str:

@@ -68,7 +68,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -95,8 +94,16 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from components.core.documents import evolve
 from components.core.text_normalization import normalize_text
 from components.document_stores.qdrant_edge.bm25 import build_bm25, require_content
+from components.document_stores.qdrant_edge.compaction import (
+    compact_shard,
+    folder_bytes,
+    note_deleted,
+    read_pending,
+    remove_staging,
+)
 from components.document_stores.qdrant_edge.converters import (
     ACCESS_FIELDS,
     ACCESS_KEYS_PATH,
@@ -138,6 +145,9 @@ PAYLOAD_INDEXES: dict[str, Any] = {
     "meta.tainted": PayloadSchemaType.Bool,
     # The request's optional language narrowing (docs/contract.md, "Languages").
     "meta.language": PayloadSchemaType.Keyword,
+    # Artifact lookups (invalidation by artifact id) and the domain narrowing (docs/contract.md, "Access rule").
+    "meta.artifact_id": PayloadSchemaType.Keyword,
+    "meta.domain": PayloadSchemaType.Keyword,
     ACCESS_KEYS_PATH: PayloadSchemaType.Keyword,
 }
 
@@ -241,6 +251,10 @@ class QdrantEdgeDocumentStore:
         self._shared: SharedShard | None = None
         self._shard_state()
         self._migrate_point_ids()
+        if (self._shard_state().pending or {}).get("erase"):
+            # A process died between an erasure's delete and its compaction: finish it before serving.
+            logger.warning("Finishing the compaction of an erasure that did not complete at %s.", self.path)
+            self.purge_deleted()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -268,7 +282,9 @@ class QdrantEdgeDocumentStore:
                     "similarity": self.similarity,
                     "bm25_config": dict(self.bm25_config or {}),
                 }
-                self._shared = acquire_shard(self.path, self._engine_config(), settings, PAYLOAD_INDEXES)
+                self._shared = acquire_shard(
+                    self.path, self._engine_config(), settings, PAYLOAD_INDEXES, on_open=_after_open
+                )
             return self._shared
 
     def _migrate_point_ids(self) -> None:
@@ -431,6 +447,49 @@ class QdrantEdgeDocumentStore:
         logger.info("Optimised the Qdrant Edge shard at %s in %.1f s.", shared.path, time.perf_counter() - started)
         return changed
 
+    def pending_deletions(self) -> dict[str, Any] | None:
+        """
+        Deleted points whose data the shard's files still hold (docs/contract.md, "Deletion").
+
+        :returns: ``{"points": n, "since": epoch seconds of the first, "erase": bool}``, or ``None`` when no file
+            holds a deleted point.
+        """
+        pending = self._shard_state().pending
+        return dict(pending) if pending else None
+
+    def purge_deleted(self, older_than_s: float | None = None) -> dict[str, Any] | None:
+        """
+        Rewrite the shard from its live points (the folder swapped atomically, the write-ahead log started afresh)
+        so that no file keeps a deleted point's text or vectors. Writers wait meanwhile; queries go on except for
+        the swap itself. Erasures call it through ``delete_by_filter(..., purge=True)``.
+
+        :param older_than_s: Only when the first pending deletion is at least this old; ``None``: whenever any is
+            pending.
+        :returns: The compaction's report (``points``, ``bytes_before``, ``bytes_after``, ``seconds``), or ``None``
+            when nothing was due.
+        :raises InsufficientStorageError: If the disk cannot hold a second copy of the shard; nothing changes.
+        """
+        shared = self._shard_state()
+        with shared.optimize_lock, shared.lock.writes_paused():
+            pending = shared.pending
+            if not pending:
+                return None
+            if older_than_s is not None and time.time() - float(pending.get("since", 0.0)) < older_than_s:
+                return None
+            self._ensure_compaction_space(shared)
+            return compact_shard(shared, self._engine_config(), PAYLOAD_INDEXES)
+
+    def _ensure_compaction_space(self, shared: SharedShard) -> None:
+        # The copy takes at most what the shard's files take now.
+        needed = folder_bytes(shared.path) + self.min_free_disk_mb * 2**20
+        free = shutil.disk_usage(shared.path).free
+        if free < needed:
+            raise InsufficientStorageError(
+                f"Only {free / 2**20:.1f} MiB are free on the disk of {shared.path}; purging deleted points rewrites "
+                f"the shard and needs {needed / 2**20:.1f} MiB (a copy plus min_free_disk_mb={self.min_free_disk_mb}). "
+                "Nothing was deleted. Free disk space or move the data directory to a larger disk."
+            )
+
     def info(self) -> dict[str, Any]:
         """
         Statistics for health checks.
@@ -512,6 +571,28 @@ class QdrantEdgeDocumentStore:
                 if offset is None:
                     return documents
 
+    def filter_meta(self, filters: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """
+        The ``meta`` of every matching chunk, without content or vectors, a page at a time: what operator views
+        (document lists, stale documents) read, at a fraction of :meth:`filter_documents`' memory.
+
+        :param filters: As for :meth:`filter_documents`.
+        :returns: An iterator of meta dicts (each page read under the shared lock).
+        """
+        engine_filter = convert_filters(filters)
+        shared = self._shard_state()
+        offset = None
+        while True:
+            with shared.lock.read():
+                request = ScrollRequest(
+                    offset=offset, limit=SCROLL_PAGE_SIZE, filter=engine_filter, with_payload=True, with_vector=False
+                )
+                records, offset = shared.shard.scroll(request)
+            for record in records:
+                yield dict((record.payload or {}).get("meta") or {})
+            if offset is None:
+                return
+
     # ------------------------------------------------------------------ writes
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
@@ -556,8 +637,11 @@ class QdrantEdgeDocumentStore:
         shared = self._shard_state()
         with shared.lock.write():
             self._ensure_space(shared)
-            shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
-            shared.flush_if_due()
+            matched = shared.shard.count(CountRequest(exact=True, filter=engine_filter))
+            if matched:
+                shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
+                note_deleted(shared, matched)
+                shared.flush_if_due()
 
     def delete_all_documents(self, recreate_index: bool = False) -> None:
         """
@@ -572,24 +656,41 @@ class QdrantEdgeDocumentStore:
             if recreate_index:
                 recreate_shard(shared, self._engine_config(), PAYLOAD_INDEXES)
             else:
+                note_deleted(shared, shared.shard.count(CountRequest(exact=True)))
                 shared.shard.update(UpdateOperation.delete_points_by_filter(_MATCH_ALL))
                 shared.flush()
 
-    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+    def delete_by_filter(self, filters: dict[str, Any], purge: bool = False) -> int:
         """
         Delete the documents matching ``filters``, in one engine update.
 
+        The deleted points' data stays in the shard's files until a compaction (``purge_deleted``), which
+        ``purge=True`` runs before returning: that is an erasure (docs/contract.md, "Deletion").
+
+        :param filters: Non-empty Haystack filters.
+        :param purge: Also rewrite the shard so that no file keeps the deleted points (or any deleted before). The
+            deletion is recorded first, so a process that dies half way finishes the compaction when it next opens
+            the shard.
         :returns: The number of documents deleted.
         :raises FilterError: If the filter is malformed or empty (use ``delete_all_documents()`` to empty the store).
+        :raises InsufficientStorageError: If the disk cannot take the write (or, with ``purge``, a copy of the
+            shard); nothing is deleted.
         """
         engine_filter = self._required_filter(filters, "delete_by_filter")
         shared = self._shard_state()
         with shared.lock.write():
             self._ensure_space(shared)
             matched = shared.shard.count(CountRequest(exact=True, filter=engine_filter))
+            if purge and (matched or shared.pending):
+                self._ensure_compaction_space(shared)
+                note_deleted(shared, matched, erase=True)  # on disk before the deletion: see the docstring
+            else:
+                note_deleted(shared, matched)
             if matched:
                 shared.shard.update(UpdateOperation.delete_points_by_filter(engine_filter))
                 shared.flush_if_due()
+        if purge:
+            self.purge_deleted()
         return matched
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
@@ -663,9 +764,12 @@ class QdrantEdgeDocumentStore:
             self._ensure_space(shared, documents)
             matched = self._matching_point_ids(shared, engine_filter)
             # Checked before anything changes: a tenant conflict must leave the old version in place.
-            points = self._apply_policy(shared, prepared, DuplicatePolicy.OVERWRITE)
+            points = self._apply_policy(
+                shared, prepared, DuplicatePolicy.OVERWRITE, counted={str(one) for one in matched}
+            )
             if matched:
                 shared.shard.update(UpdateOperation.delete_points(list(matched)))
+                note_deleted(shared, len(matched))
             self._upsert(shared, points)
         return len(matched), len(points)
 
@@ -819,9 +923,9 @@ class QdrantEdgeDocumentStore:
         documents = []
         for fused_id, score, sources in fused:
             document = record_to_document(by_id[fused_id], score=score)
-            documents.append(
-                replace(document, meta={**document.meta, "retrieved_by": sources}) if report_sources else document
-            )
+            if report_sources:
+                document = evolve(document, meta={**document.meta, "retrieved_by": sources})
+            documents.append(document)
         return documents
 
     def _run_query(self, request: QueryRequest, limit: int) -> list[Document]:
@@ -975,12 +1079,21 @@ class QdrantEdgeDocumentStore:
         return to_sparse_vector(sparse)
 
     def _apply_policy(
-        self, shared: SharedShard, points: list[_PreparedPoint], policy: DuplicatePolicy
+        self,
+        shared: SharedShard,
+        points: list[_PreparedPoint],
+        policy: DuplicatePolicy,
+        counted: frozenset[str] | set[str] = frozenset(),
     ) -> list[_PreparedPoint]:
-        """Resolve repeated and existing ids per ``policy`` (call under the write lock)."""
+        """
+        Resolve repeated and existing ids per ``policy`` (call under the write lock); ``counted``: point ids (as
+        strings) whose deletion the caller records itself.
+        """
         if policy == DuplicatePolicy.OVERWRITE:
             unique = list({point.point_id: point for point in points}.values())
-            self._check_tenants(shared, unique)
+            # An overwritten point's old text stays in the files until a compaction, like a deleted one.
+            existing = self._check_tenants(shared, unique)
+            note_deleted(shared, len({str(one) for one in existing} - counted))
             return unique
         if policy == DuplicatePolicy.SKIP:
             unique = list({point.point_id: point for point in reversed(points)}.values())[::-1]
@@ -1001,10 +1114,13 @@ class QdrantEdgeDocumentStore:
         return points
 
     @staticmethod
-    def _check_tenants(shared: SharedShard, points: list[_PreparedPoint]) -> None:
-        """Refuse to overwrite a stored document whose ``tenant_id`` differs: ids collide across tenants."""
+    def _check_tenants(shared: SharedShard, points: list[_PreparedPoint]) -> set[Any]:
+        """
+        Refuse to overwrite a stored document whose ``tenant_id`` differs: ids collide across tenants. Returns the
+        ids of the points that exist.
+        """
         if not points:
-            return
+            return set()
         stored = {
             record.id: ((record.payload or {}).get("meta") or {}).get("tenant_id")
             for record in shared.shard.retrieve(
@@ -1026,6 +1142,7 @@ class QdrantEdgeDocumentStore:
                 "across tenants: derive document_id from the tenant, or delete the other tenant's document first. "
                 "Nothing was written."
             )
+        return set(stored)
 
     @staticmethod
     def _existing_point_ids(shared: SharedShard, ids: list[Any]) -> set[Any]:
@@ -1042,6 +1159,12 @@ class QdrantEdgeDocumentStore:
         if points:
             shared.shard.update(UpdateOperation.upsert_points([prepared.point for prepared in points]))
             shared.flush_if_due()
+
+
+def _after_open(shared: SharedShard) -> None:
+    """On opening a shard: remove what an unfinished compaction left beside it, read its pending deletions."""
+    remove_staging(shared.path)
+    shared.pending = read_pending(shared.path)
 
 
 def _scroll_all(shared: SharedShard, engine_filter: Filter | None, with_payload: bool) -> list[Any]:

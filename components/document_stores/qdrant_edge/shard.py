@@ -29,7 +29,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,13 +56,14 @@ class ReadWriteLock:
         self._writer = False
         self._writers_waiting = 0
         self._paused = False
+        self._swap_waiting = False
 
     @contextmanager
     def read(self) -> Iterator[None]:
         """Hold the lock shared for the block."""
         with self._condition:
             # Writers held back by a pause do not hold readers back (queries go on during a backup).
-            while self._writer or (self._writers_waiting and not self._paused):
+            while self._writer or self._swap_waiting or (self._writers_waiting and not self._paused):
                 self._condition.wait()
             self._readers += 1
         try:
@@ -110,6 +111,27 @@ class ReadWriteLock:
                 self._paused = False
                 self._condition.notify_all()
 
+    @contextmanager
+    def exclusive_in_pause(self) -> Iterator[None]:
+        """
+        Inside this thread's own ``writes_paused`` block: hold readers out too, for a short step that replaces
+        what they read (a compacted shard swapped in). New readers wait from the call on, so it is not starved.
+        """
+        with self._condition:
+            if not self._paused:
+                raise RuntimeError("exclusive_in_pause needs the writes_paused block of the same thread")
+            self._swap_waiting = True
+            while self._readers:
+                self._condition.wait()
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writer = False
+                self._swap_waiting = False
+                self._condition.notify_all()
+
 
 @dataclass
 class SharedShard:
@@ -123,6 +145,8 @@ class SharedShard:
     optimize_lock: threading.Lock = field(default_factory=threading.Lock)
     refcount: int = 0
     last_flush: float = field(default_factory=time.monotonic)
+    # Deleted points the files still hold (``compaction.read_pending``), ``None`` when there are none.
+    pending: dict[str, Any] | None = None
 
     def flush_if_due(self) -> None:
         """Flush the segments when the last flush is older than ``FLUSH_INTERVAL_S`` (call under the write lock)."""
@@ -149,13 +173,13 @@ def _is_locked_error(error: Exception) -> bool:
     return "WouldBlock" in text or "Resource temporarily unavailable" in text
 
 
-def _lock_folder(path: str) -> int:
+def lock_folder(path: str) -> int:
     """Create the folder and hold its lock file exclusively; raise ``ShardLockedError`` if another process has it."""
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise StoreConfigError(f"Qdrant Edge store path {path} is a file; point `path` at a folder.")
     target.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(target / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -189,11 +213,11 @@ def folder_holder(path: str | os.PathLike) -> str | None:
         os.close(fd)
 
 
-def _unlock_folder(fd: int) -> None:
+def unlock_folder(fd: int) -> None:
     os.close(fd)  # closing the descriptor releases the flock
 
 
-def _open(path: str, config: EdgeConfig) -> EdgeShard:
+def open_engine(path: str, config: EdgeConfig) -> EdgeShard:
     target = Path(path)
     existing = (target / "edge_config.json").exists() or (target / "segments").is_dir()
     try:
@@ -209,7 +233,7 @@ def _open(path: str, config: EdgeConfig) -> EdgeShard:
         raise QdrantEdgeStoreError(f"Cannot open the Qdrant Edge shard at {path}: {error}") from error
 
 
-def _create_payload_indexes(shard: EdgeShard, payload_indexes: dict[str, Any]) -> None:
+def create_payload_indexes(shard: EdgeShard, payload_indexes: dict[str, Any]) -> None:
     # Idempotent: creating an index that exists is a no-op for the engine.
     for field_name, schema in payload_indexes.items():
         shard.update(UpdateOperation.create_field_index(field_name, schema))
@@ -220,6 +244,7 @@ def acquire_shard(
     config: EdgeConfig,
     settings: dict[str, Any],
     payload_indexes: dict[str, Any],
+    on_open: Callable[[SharedShard], None] | None = None,
 ) -> SharedShard:
     """
     Open the shard at ``path`` or share the one this process already has open.
@@ -228,6 +253,8 @@ def acquire_shard(
     :param config: The engine configuration used to create it, or to check it on load.
     :param settings: Settings every store object on the path must agree on (dimension, similarity, BM25).
     :param payload_indexes: Payload field -> index schema; created when missing (idempotent).
+    :param on_open: Called once when this call opens the shard (not when it shares an open one), holding its lock;
+        an exception closes the shard again and propagates.
     :returns: The shared shard, its reference count increased.
     :raises ShardLockedError: If another process holds the shard.
     :raises StoreConfigError: If the settings differ from those of the open shard or the shard on disk.
@@ -236,18 +263,25 @@ def acquire_shard(
     with _registry_lock:
         shared = _registry.get(resolved)
         if shared is None:
-            lock_fd = _lock_folder(resolved)
+            lock_fd = lock_folder(resolved)
             try:
-                shard = _open(resolved, config)
+                shard = open_engine(resolved, config)
                 try:
-                    _create_payload_indexes(shard, payload_indexes)
+                    create_payload_indexes(shard, payload_indexes)
                 except Exception:
                     shard.close()
                     raise
             except Exception:
-                _unlock_folder(lock_fd)
+                unlock_folder(lock_fd)
                 raise
             shared = SharedShard(path=resolved, shard=shard, settings=dict(settings), lock_fd=lock_fd)
+            if on_open is not None:
+                try:
+                    on_open(shared)
+                except BaseException:
+                    shared.shard.close()
+                    unlock_folder(shared.lock_fd)
+                    raise
             _registry[resolved] = shared
         elif shared.settings != settings:
             raise StoreConfigError(
@@ -268,9 +302,10 @@ def recreate_shard(shared: SharedShard, config: EdgeConfig, payload_indexes: dic
             shutil.rmtree(entry)
         else:
             entry.unlink()
-    shared.shard = _open(shared.path, config)
-    _create_payload_indexes(shared.shard, payload_indexes)
+    shared.shard = open_engine(shared.path, config)
+    create_payload_indexes(shared.shard, payload_indexes)
     shared.flush()
+    shared.pending = None  # its record went with the files
 
 
 def release_shard(shared: SharedShard) -> None:
@@ -285,7 +320,7 @@ def release_shard(shared: SharedShard) -> None:
                 shared.shard.flush()
             finally:
                 shared.shard.close()
-                _unlock_folder(shared.lock_fd)
+                unlock_folder(shared.lock_fd)
 
 
 def open_paths() -> list[str]:
@@ -301,7 +336,7 @@ def _close_all() -> None:
             try:
                 shared.shard.flush()
                 shared.shard.close()
-                _unlock_folder(shared.lock_fd)
+                unlock_folder(shared.lock_fd)
             except Exception as error:  # pragma: no cover - best effort at interpreter exit
                 logger.warning("Could not close the Qdrant Edge shard at %s: %s", shared.path, error)
         _registry.clear()

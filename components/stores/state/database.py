@@ -37,16 +37,19 @@ STATE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, sa.exc.SQLAlchemyErr
 
 # Each store's tables live in their own Alembic version chain (``alembic/versions/<store>``), so a store's
 # SQLite file holds only its tables and a shared database holds them all.
-STORES = ("keys", "tags", "records", "glossary", "conversations", "sources")
+STORES = ("keys", "tags", "records", "glossary", "conversations", "sources", "outbox")
 
-# SQLite settings per store, as the stores had them before the state layer (behaviour unchanged).
+# SQLite settings per store. Every store zeroes what it deletes (``secure_delete``): an erased row must not stay
+# readable in a free page of the file (docs/contract.md, "Deletion").
 _SQLITE_PRAGMAS = {
-    "keys": ("foreign_keys = ON", "journal_mode = WAL"),
-    "tags": ("foreign_keys = ON",),
+    "keys": ("foreign_keys = ON", "journal_mode = WAL", "secure_delete = ON"),
+    "tags": ("foreign_keys = ON", "secure_delete = ON"),
     "records": ("journal_mode = WAL", "synchronous = NORMAL", "secure_delete = ON"),
-    "glossary": (),
+    "glossary": ("secure_delete = ON",),
     "conversations": ("foreign_keys = ON", "secure_delete = ON", "journal_mode = WAL", "synchronous = NORMAL"),
-    "sources": ("journal_mode = WAL",),
+    "sources": ("journal_mode = WAL", "secure_delete = ON"),
+    # Published events wait here until the broker confirms them: a committed row must survive a power loss.
+    "outbox": ("journal_mode = WAL", "synchronous = FULL", "secure_delete = ON"),
     "shared": ("foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL", "secure_delete = ON"),
 }
 

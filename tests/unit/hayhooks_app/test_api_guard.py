@@ -253,3 +253,34 @@ class TestRequestModels:
             ]
         }
         assert IndexRequest.model_validate(body).documents[0].meta == {"verified": True, "artifact_id": "a-1"}
+
+
+@pytest.mark.unit
+class TestRunRoutesFirst:
+    def test_run_routes_move_first_and_every_route_still_answers(self):
+        from fastapi import APIRouter, FastAPI
+
+        from hayhooks_app.app import _run_routes_first
+
+        app = FastAPI()
+        included = APIRouter()
+        included.add_api_route("/search/other", lambda: {"route": "other"}, methods=["POST"])
+        app.include_router(included)
+        app.add_api_route("/health", lambda: {"route": "health"})
+        app.add_api_route("/search/run", lambda: {"route": "search"}, methods=["POST"])
+        app.add_api_route("/rag/run", lambda: {"route": "rag"}, methods=["POST"])
+
+        class Registry:
+            def get_names(self):
+                return ["search", "rag", "flags"]  # flags: a wrapper without a route here
+
+        app.state.pipeline_registry = Registry()
+        count = len(app.router.routes)
+        _run_routes_first(app)
+        assert [getattr(route, "path", None) for route in app.router.routes[:2]] == ["/search/run", "/rag/run"]
+        assert len(app.router.routes) == count
+        client = TestClient(app)
+        assert client.post("/search/run").json() == {"route": "search"}
+        assert client.post("/rag/run").json() == {"route": "rag"}
+        assert client.post("/search/other").json() == {"route": "other"}
+        assert client.get("/health").json() == {"route": "health"}

@@ -6,7 +6,13 @@ from components.core.requester import Identity
 from components.stores import key_store
 from components.stores.key_store import ApiKeyStore
 from hayhooks_app.errors import ApiError
-from hayhooks_app.identity import authorize_write, bearer_token, resolve_identity
+from hayhooks_app.identity import (
+    authorize_write,
+    bearer_token,
+    resolve_identity,
+    resolve_spec_identity,
+    resolve_spec_writer,
+)
 
 
 def _bearer(key):
@@ -109,3 +115,65 @@ class TestAuthorizeWrite:
     def test_admin_implies_write(self, keys_file):
         key, _ = key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], permissions=["admin"])
         assert authorize_write("api_key", ApiKeyStore(keys_file), _bearer(key), tenant_ids={"acme"}) is not None
+
+
+def _settings(mode="trusted", tenant=None, tags=()):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(auth_mode=mode, default_tenant=tenant, default_tags=tuple(tags))
+
+
+@pytest.mark.unit
+class TestSpecificationIdentity:
+    def test_trusted_defaults_fill_what_the_request_leaves_out(self):
+        settings = _settings(tenant="dats", tags=["all"])
+        assert resolve_spec_identity(settings, None, {}, tenant_id=None, user_tags=None) == Identity("dats", ("all",))
+        named = resolve_spec_identity(settings, None, {}, tenant_id="acme", user_tags=["hr"], user_id="u")
+        assert named == Identity("acme", ("hr",), "u")
+
+    def test_trusted_without_defaults_names_both_ways(self):
+        with pytest.raises(ApiError) as caught:
+            resolve_spec_identity(_settings(), None, {}, tenant_id=None, user_tags=["hr"])
+        assert caught.value.status_code == 422 and "SOURCEBOUND_DEFAULT_TENANT" in caught.value.message
+        with pytest.raises(ApiError) as caught:
+            resolve_spec_identity(_settings(tenant="dats"), None, {}, tenant_id=None, user_tags=None)
+        assert "user_tags" in caught.value.message and "SOURCEBOUND_DEFAULT_TAGS" in caught.value.message
+
+    def test_api_key_mode_ignores_the_defaults(self, keys_file, alice_key):
+        settings = _settings("api_key", tenant="globex", tags=["fin"])
+        identity = resolve_spec_identity(
+            settings, ApiKeyStore(keys_file), _bearer(alice_key), tenant_id=None, user_tags=None
+        )
+        assert (identity.tenant_id, identity.user_tags) == ("acme", ("hr", "engineering"))
+        with pytest.raises(ApiError) as caught:
+            resolve_spec_identity(settings, ApiKeyStore(keys_file), {}, tenant_id=None, user_tags=None)
+        assert caught.value.status_code == 401
+
+    def test_writers(self, keys_file, alice_key):
+        tenant, tags, trusted = resolve_spec_writer(_settings(tenant="dats", tags=["all"]), None, {}, tenant_id=None)
+        # Trusted mode names no caller: the tenant's full authority, as POST /index/run naming none.
+        assert (tenant, tags, trusted.key_id) == ("dats", ("all",), None)
+        assert trusted.rule.unlimited and trusted.rule.tenant_ids == ("dats",)
+        with pytest.raises(ApiError, match="tags"):
+            resolve_spec_writer(_settings(tenant="dats"), None, {}, tenant_id=None)
+        assert resolve_spec_writer(_settings(tenant="dats"), None, {}, tenant_id=None, need_tags=False)[0] == "dats"
+        keys = ApiKeyStore(keys_file)
+        with pytest.raises(ApiError) as caught:  # alice's key is read-only
+            resolve_spec_writer(_settings("api_key"), keys, _bearer(alice_key), tenant_id=None)
+        assert caught.value.status_code == 403
+        writer, _ = key_store.register_key(
+            keys_file, tenant_id="acme", tags=["hr", "eng"], permissions=["read", "write"]
+        )
+        tenant, tags, authority = resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id=None)
+        assert (tenant, tags) == ("acme", ("hr", "eng"))
+        assert authority.key_id.startswith("key-") and not authority.rule.unlimited
+        with pytest.raises(ApiError) as caught:
+            resolve_spec_writer(_settings("api_key"), keys, _bearer(writer), tenant_id="globex")
+        assert caught.value.status_code == 403
+        # Tags outside the key are the write rule's to refuse, worded for the key (WriteAuthority.check_documents).
+        _, tags, authority = resolve_spec_writer(
+            _settings("api_key"), keys, _bearer(writer), tenant_id=None, tags=["fin"]
+        )
+        with pytest.raises(ApiError) as caught:
+            authority.check_documents([{"tenant_id": "acme", "tags": list(tags)}])
+        assert caught.value.status_code == 403 and "fin" in caught.value.message

@@ -53,6 +53,18 @@ class TestAllowedHosts:
     def test_hosts(self, host, allowed):
         assert AllowedHosts.from_setting("rag.example.com").allows(host_name(host)) is allowed
 
+    def test_address_ranges_admit_literal_addresses_only(self):
+        hosts = AllowedHosts.from_setting("rag.example.com, 172.30.86.0/24, fd00::/64")
+        assert [str(network) for network in hosts.networks] == ["172.30.86.0/24", "fd00::/64"]
+        assert hosts.allows(host_name("172.30.86.7:1416")) and hosts.allows(host_name("[fd00::5]:1416"))
+        assert not hosts.allows(host_name("172.30.87.7:1416")) and not hosts.allows(host_name("[fd01::5]"))
+        # A name never matches a range (a rebinding page's Host is its own name, whatever it resolves to).
+        assert not hosts.allows(host_name("172.30.86.7.nip.io")) and not hosts.allows(host_name("attacker.example"))
+        assert hosts.allows_origin("http://172.30.86.7:1416") and not hosts.allows_origin("http://10.0.0.1")
+        assert "172.30.86.7" not in str(hosts.mcp_security().allowed_hosts)  # exact hosts only there
+        with pytest.raises(ValueError, match="SOURCEBOUND_ALLOWED_HOSTS"):
+            AllowedHosts.from_setting("172.30.86.0/99")
+
     def test_default_settings_serve_loopback_and_the_bind_address(self, tmp_path):
         hosts = Settings(data_dir=tmp_path, host="10.1.2.3").allowed_hosts
         assert hosts.allows("10.1.2.3") and hosts.allows("localhost") and not hosts.allows("attacker.example")

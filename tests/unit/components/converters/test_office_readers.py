@@ -12,6 +12,7 @@ from support.office_files import (
     office_zip_bomb,
     pptx_bytes,
     replace_part,
+    understate_size,
     xlsx_bytes,
     xlsx_with_empty_cells,
 )
@@ -217,6 +218,44 @@ class TestBadOfficeFiles:
         monkeypatch.setenv("SOURCEBOUND_MAX_EXPANDED_BYTES", "10000")
         with pytest.raises(SourceReadError, match=r"would expand to \d+ bytes, over the limit of 10000"):
             read_source(HANDBOOK_DOCX, "docx")
+
+    def test_an_xml_part_is_capped_before_it_is_parsed(self, monkeypatch):
+        big = docx_bytes("Big", [(None, [f"Paragraph {n} of a long document." for n in range(4000)])])
+        assert read_docx(big)[0]  # under the default caps
+        monkeypatch.setenv("SOURCEBOUND_MAX_OFFICE_PART_BYTES", "100000")
+        with pytest.raises(
+            SourceReadError,
+            match=r"part 'word/document.xml' expands to \d+ bytes, over the limit of 100000 bytes "
+            r"\(SOURCEBOUND_MAX_OFFICE_PART_BYTES\)",
+        ):
+            read_source(big, "docx")
+
+    def test_declared_sizes_are_not_trusted(self, monkeypatch):
+        # The directory says 1000 bytes; the part inflates to 3 MB. Nothing past the declared size is inflated:
+        # the part fails its CRC check (a corrupt file), never reaching a parser.
+        xml = b'<?xml version="1.0"?><w:document xmlns:w="urn:w"><w:body>' + b"<w:p/>" * 500_000 + b"</w:body>"
+        lying = understate_size(replace_part(HANDBOOK_DOCX, "word/document.xml", xml), "word/document.xml", 1000)
+        assert zipfile.ZipFile(io.BytesIO(lying)).getinfo("word/document.xml").file_size == 1000
+        with pytest.raises(SourceReadError, match=r"the .docx file is corrupt: its part 'word/document.xml': Bad CRC"):
+            read_source(lying, "docx")
+        # The streamed count also holds when the directory understates the total.
+        monkeypatch.setenv("SOURCEBOUND_MAX_EXPANDED_BYTES", "200000")
+        honest_parts = replace_part(HANDBOOK_DOCX, "word/media/a.bin", b"\0" * 150_000)
+        understated = understate_size(
+            replace_part(honest_parts, "word/media/b.bin", b"\0" * 150_000), "word/media/b.bin", 150_000
+        )
+        with pytest.raises(SourceReadError, match=r"over the limit of 200000"):
+            read_source(understated, "docx")
+
+    def test_a_workbooks_sheets_are_streamed_not_capped_per_part(self, monkeypatch):
+        monkeypatch.setenv("SOURCEBOUND_MAX_OFFICE_PART_BYTES", "1000")
+        with pytest.raises(SourceReadError, match=r"part '(?!xl/worksheets/)[^']+' expands"):
+            read_source(CARRIERS_XLSX, "xlsx")
+        monkeypatch.setenv("SOURCEBOUND_MAX_OFFICE_PART_BYTES", "20000")
+        workbook = xlsx_bytes({"Rates": [["Item", "Rate"]] + [[f"Item {n}", n] for n in range(3000)]})
+        sheet = zipfile.ZipFile(io.BytesIO(workbook)).getinfo("xl/worksheets/sheet1.xml")
+        assert sheet.file_size > 20000  # over the part cap, read anyway: openpyxl streams it
+        assert read_xlsx(workbook)[0]
 
     @pytest.mark.parametrize(
         ("data", "source_type", "needle"),

@@ -32,6 +32,8 @@ def _corpus() -> list[Document]:
             # Interleaved so every combination above meets every language (and a chunk without one).
             "language": ("de", "ru", None)[number % 3],
         }
+        if number % 5:  # the domain narrowing meets chunks with and without a domain
+            meta["domain"] = ("code-general", "docs")[number % 2]
         if user:
             meta["user_id"] = user
         if project:
@@ -57,6 +59,10 @@ REQUESTS = [
     AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", language="de"),
     AccessRule("globex", ("fin",), user_id="u2", language="ru", verified_only=True),
     AccessRule("acme", ("hr",), language="zh"),  # no chunk in that language
+    # The metadata narrowings of the specification routes: a chunk's project and domain (filters, not identity).
+    AccessRule("acme", ("hr", "eng"), user_id="u1", project_id="p1", in_project="p1"),
+    AccessRule("acme", ("hr", "eng"), in_project="p2", domain="code-general"),
+    AccessRule("globex", ("fin",), user_id="u2", domain="docs", verified_only=True, exclude_tainted=False),
 ]
 
 
@@ -91,6 +97,22 @@ class TestAccessRule:
         german = Document(content="x", meta={"tenant_id": "acme", "tags": ["hr"], "scope": "tenant", "language": "de"})
         assert rule.allows(german)
         assert AccessRule("acme", ("hr",), language="ru").violation(german) == "language is not 'ru'"
+
+    def test_project_and_domain_options_narrow_by_the_chunk(self):
+        rule = AccessRule.from_request(
+            "acme", ["hr"], user_id="u1", options={"project_id": "p1", "domain": "code-general"}
+        )
+        assert (rule.in_project, rule.domain, rule.project_id) == ("p1", "code-general", None)
+        assert rule.as_dict()["in_project"] == "p1" and rule.as_dict()["domain"] == "code-general"
+        for branch in rule.to_filters()["conditions"]:  # every branch, public included
+            assert {"field": "meta.project_id", "operator": "==", "value": "p1"} in branch["conditions"]
+            assert {"field": "meta.domain", "operator": "==", "value": "code-general"} in branch["conditions"]
+        meta = {"tenant_id": "acme", "tags": ["hr"], "scope": "tenant", "project_id": "p1", "domain": "code-general"}
+        assert rule.allows(Document(content="x", meta=meta))
+        assert rule.violation(Document(content="x", meta={**meta, "project_id": "p2"})) == "project_id is not 'p1'"
+        assert rule.violation(Document(content="x", meta={**meta, "domain": None})) == "domain is not 'code-general'"
+        with pytest.raises(ValueError, match="in_project"):
+            AccessRule.from_request("acme", ["hr"], options={"project_id": ""})
 
     def test_filter_shape(self):
         filters = AccessRule("acme", ("hr",), user_id="u1").to_filters()
@@ -141,6 +163,8 @@ class TestAccessRule:
                 and (not rule.verified_only or meta["verified"])
                 and (not rule.exclude_tainted or not meta["tainted"])
                 and (rule.language is None or meta["language"] == rule.language)
+                and (rule.in_project is None or meta.get("project_id") == rule.in_project)
+                and (rule.domain is None or meta.get("domain") == rule.domain)
             )
             assert rule.allows(document) is expected, (rule, meta)
 
@@ -230,5 +254,5 @@ class TestAccessRuleInTheStore:
             from_store = {doc.id for doc in store.filter_documents(rule.to_filters())}
             from_python = {doc.id for doc in corpus if rule.allows(doc)}
             assert from_store == from_python, rule
-        assert not {doc.id for doc in store.filter_documents(REQUESTS[-1].to_filters())}
+        assert not {doc.id for doc in store.filter_documents(REQUESTS[13].to_filters())}  # language "zh"
         store.close()

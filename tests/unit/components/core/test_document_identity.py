@@ -11,6 +11,7 @@ from components.core.document_identity import (
     canonical_source,
     content_hash,
     derive_document_id,
+    document_id_for,
     document_id_problem,
     normalise_tags,
     source_type_for_path,
@@ -71,3 +72,18 @@ class TestDocumentIdentity:
         assert isinstance(error, ValueError)
         assert error.problems == ["one", "two"]
         assert "2 problems" in str(error) and "- one" in str(error) and "- two" in str(error)
+
+
+@pytest.mark.unit
+class TestDocumentIdFor:
+    def test_a_valid_external_id_is_the_document_id(self):
+        assert document_id_for("art-789") == "art-789"
+        assert document_id_for("README", "public-") == "public-README"
+
+    def test_other_ids_get_a_readable_deterministic_valid_id(self):
+        derived = document_id_for("proj-1/README.md")
+        assert derived == document_id_for("proj-1/README.md") != document_id_for("proj-1/README.mdx")
+        assert derived.startswith("proj-1-README-md-") and document_id_problem(derived) is None
+        for external in ("runs/7_out", "x" * 300, "///", "ä ö ü", "a\u200bb"):
+            assert document_id_problem(document_id_for(external)) is None, external
+        assert document_id_for("///").startswith("id-") and document_id_for("a b", "public-").startswith("public-a-b-")

@@ -135,6 +135,27 @@ class TestSentenceBlocks:
             ["a list item.", "Second sentence of the item."],
         ]
 
+    def test_ascii_lines_split_as_the_unicode_rule_does(self):
+        # sentence_blocks splits ASCII lines with the standard-library pattern; it must cut exactly where the
+        # Unicode rule cuts (every ASCII character, seeded random lines and the edge cases by hand).
+        from random import Random
+
+        from components.core.text_analysis import _ASCII_SENTENCE_END_RE, _SENTENCE_END_RE
+
+        rng = Random(35)
+        every_ascii = "".join(map(chr, range(128)))
+        alphabet = "aAzZ09 .!?;,:-\t\n\x0b\x0c\r\x1c\x1f\"'([)]"
+        lines = ["Ends. Next", "Ends.\x1cNext", "Ends.\x0bNext", "3. 4", 'Q? "Quoted"', "(x). (Y", "a.  \t B", ". A"]
+        lines += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(20_000)]
+        lines += [
+            "".join(rng.choice(every_ascii) for _ in range(rng.randint(0, 12))) + rng.choice(".!?") + rng.choice(" \t")
+            + rng.choice(every_ascii) + rng.choice(every_ascii)
+            for _ in range(20_000)
+        ]  # fmt: skip
+        mismatched = [line for line in lines if _ASCII_SENTENCE_END_RE.split(line) != _SENTENCE_END_RE.split(line)]
+        assert mismatched == []
+        assert sentence_blocks("Ends. Next one!\nÜber. Zwei") == [["Ends.", "Next one!", "Über.", "Zwei"]]  # not ASCII
+
     def test_split_sentences_is_the_blocks_flattened(self):
         text = "# Heading\nOne. Two.\n\nThree four five.\n| a | b |\n"
         assert split_sentences(text) == [sentence for block in sentence_blocks(text) for sentence in block]
@@ -332,6 +353,23 @@ class TestMultilingualSentences:
             "March is the deadline.",
         ]
         assert join_ordinals(["bis zum 31.", "März"]) == ["bis zum 31. März"]
+
+    def test_language_is_detected_only_where_an_ordinal_could_join(self, monkeypatch):
+        from components.core import text_analysis
+
+        texts = [
+            "Resturlaub muss bis zum 31. März genommen werden. Die Frist gilt für alle Beschäftigten.",
+            "Der Urlaub beträgt 30 Tage. Über Ausnahmen entscheidet die Leitung.",
+            "Les Normands (Normands en normand) furent le peuple. Ils donnèrent leur nom à la Normandie.",
+            "Отпуск составляет 28 дней. Заявление подаётся заранее.",
+        ]
+        expected = [sentence_blocks(text) for text in texts]
+        text_analysis.text_language.cache_clear()
+        calls: list[str] = []
+        detect = text_analysis.detect_language
+        monkeypatch.setattr(text_analysis, "detect_language", lambda text: calls.append(text) or detect(text))
+        assert [sentence_blocks(text) for text in texts] == expected
+        assert calls == [texts[0]]  # the only one with "<digit>. " in it
 
     def test_mixed_language_text(self):
         text = "The Kazan office opens at 8:30. Парковка находится во дворе. 员工食堂在三楼。"

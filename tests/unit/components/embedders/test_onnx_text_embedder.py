@@ -26,7 +26,7 @@ class TestOnnxTextEmbedder:
     def test_init(self):
         embedder = OnnxTextEmbedder()
         assert embedder.model == "packaged:all-MiniLM-L6-v2"
-        assert (embedder.prefix, embedder.suffix, embedder.threads) == ("", "", None)
+        assert (embedder.prefix, embedder.suffix, embedder.threads, embedder.precision) == ("", "", None, "float32")
 
     def test_init_rejects_bad_parameters(self):
         with pytest.raises(ValueError, match="model"):
@@ -35,17 +35,26 @@ class TestOnnxTextEmbedder:
             OnnxTextEmbedder(prefix=None)
         with pytest.raises(ValueError, match="threads"):
             OnnxTextEmbedder(threads=0)
+        with pytest.raises(ValueError, match="float32, int8"):
+            OnnxTextEmbedder(precision="float16")
 
     def test_to_dict(self):
-        data = OnnxTextEmbedder(model="/models/m", prefix="query: ", threads=2).to_dict()
+        data = OnnxTextEmbedder(model="/models/m", prefix="query: ", threads=2, precision="int8").to_dict()
         assert data == {
             "type": TYPE,
-            "init_parameters": {"model": "/models/m", "prefix": "query: ", "suffix": "", "threads": 2},
-        }
+            "init_parameters": {
+                "model": "/models/m", "prefix": "query: ", "suffix": "", "threads": 2, "precision": "int8",
+            },
+        }  # fmt: skip
 
     def test_from_dict(self):
         embedder = OnnxTextEmbedder.from_dict({"type": TYPE, "init_parameters": {"model": "/models/m", "suffix": "!"}})
-        assert (embedder.model, embedder.suffix, embedder.threads) == ("/models/m", "!", None)
+        assert (embedder.model, embedder.suffix, embedder.threads, embedder.precision) == (
+            "/models/m",
+            "!",
+            None,
+            "float32",
+        )
 
     def test_run_rejects_a_list(self):
         with pytest.raises(TypeError, match="OnnxDocumentEmbedder"):
@@ -72,6 +81,27 @@ class TestOnnxTextEmbedderModel:
         assert (
             asyncio.run(embedder.run_async(text=QUERIES[0]))["embedding"] == embedder.run(text=QUERIES[0])["embedding"]
         )
+
+    def test_run_int8_is_close_to_float32_and_cached_beside_it(self):
+        float32, int8 = OnnxTextEmbedder(), OnnxTextEmbedder(precision="int8")
+        int8.warm_up()
+        float32.warm_up()
+        assert int8._encoder.onnx_path != float32._encoder.onnx_path
+        assert int8._encoder.onnx_path.parent == float32._encoder.onnx_path.parent
+        for query in QUERIES[:3]:
+            a = np.asarray(float32.run(text=query)["embedding"])
+            b = np.asarray(int8.run(text=query)["embedding"])
+            assert len(b) == len(a) and abs(float(np.linalg.norm(b)) - 1.0) < 1e-3
+            assert 0.9 < float(a @ b) < 0.9999  # near, but not the same vector: it needs its own evaluation
+
+    def test_pipelines_take_the_query_precision_from_the_environment(self):
+        from components.services.pipeline_loader import load_pipeline_dict
+
+        for name in ("search", "query", "query_ollama", "enrich"):
+            embedder = load_pipeline_dict(name, env={})["components"]["embedder"]
+            assert embedder["init_parameters"]["precision"] == "float32"
+            embedder = load_pipeline_dict(name, env={"SOURCEBOUND_QUERY_EMBEDDING_PRECISION": "int8"})["components"]
+            assert embedder["embedder"]["init_parameters"]["precision"] == "int8"
 
     def test_prefix_changes_the_vector(self):
         plain = OnnxTextEmbedder().run(text="vacation policy")["embedding"]

@@ -61,3 +61,14 @@ class TestDomainAllowlistFilter:
         first = allowlist.run(documents=[_chunk("a", "https://docs.example.com/x")])["documents"]
         second = allowlist.run(documents=[_chunk("a", "https://evil.example.org/x")])["documents"]
         assert [d.id for d in first] == ["a"] and second == []
+
+    def test_run_reads_its_inputs_only(self):
+        # reads_inputs_only lets the planned pipeline skip the defensive copy (docs/contract.md, "Pipeline runs"):
+        # the filter must leave the list and every document it was given as they were.
+        assert DomainAllowlistFilter.reads_inputs_only is True
+        documents = [_chunk(d.id, d.meta["source_uri"]) for d in RETRIEVED]
+        before = [(d.id, d.content, dict(d.meta)) for d in documents]
+        out = DomainAllowlistFilter("docs.example.com").run(documents=documents)
+        assert out["excluded"] == 3
+        assert [(d.id, d.content, dict(d.meta)) for d in documents] == before
+        assert out["documents"] is not documents

@@ -17,7 +17,19 @@ class TestRetrievalPlanner:
             "over_fetch_factor": 3,
             "max_context_chunks": 20,
             "tie_margin": 5,
+            "raw_candidates": 0,
         }
+
+    def test_run_raw_candidates_widen_only_the_fetch(self):
+        # RAG_TOP_K_RAW: at least that many are fetched and re-scored; the candidates and context stay.
+        assert RetrievalPlanner(raw_candidates=50).run(max_context_chunks=4) == {
+            "fetch_top_k": 55,
+            "candidate_top_k": 12,
+            "context_top_k": 4,
+        }
+        assert RetrievalPlanner(raw_candidates=5).run(max_context_chunks=4)["fetch_top_k"] == 17
+        with pytest.raises(ValueError, match="raw_candidates"):
+            RetrievalPlanner(raw_candidates=-1)
 
     def test_from_dict(self):
         assert (

@@ -1,3 +1,5 @@
+from datetime import UTC, datetime
+
 import pytest
 from haystack import Document
 
@@ -35,6 +37,13 @@ class TestChunkMetadataEnricher:
         for doc in enriched:
             assert set(CHUNK_META_FIELDS) <= set(doc.meta)
             assert doc.meta["tainted"] is False and doc.meta["verified"] is False
+
+    def test_run_stamps_every_chunk_with_one_indexing_time(self):
+        before = datetime.now(UTC)
+        enriched = ChunkMetadataEnricher().run(documents=[chunk("a", "one"), chunk("b", "two")])["documents"]
+        stamps = {doc.meta["indexed_at"] for doc in enriched}
+        assert len(stamps) == 1
+        assert before <= datetime.fromisoformat(stamps.pop()) <= datetime.now(UTC)
 
     def test_run_same_document_id_other_tenant_counts_separately(self):
         chunks = [

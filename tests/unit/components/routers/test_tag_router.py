@@ -63,7 +63,7 @@ class TestTagRouter:
 
     def test_run_cite(self, directory_path):
         out = _run(TagRouter(directory_path=directory_path), 60, _docs(["hr"]), ["hr"])
-        assert out == {"action": "CITE", "route_to": None, "grounded": True}
+        assert out == {"action": "CITE", "route_to": None, "grounded": True, "primary_tag": "hr"}
         out = _run(TagRouter(directory_path=directory_path), 90, _docs(["hr"]), ["hr"], all_cited=False)
         assert out["action"] == "CITE" and out["grounded"] is False
 
@@ -74,7 +74,7 @@ class TestTagRouter:
             _docs(["hr", "all-staff"], ["hr"], ["it"]),
             ["hr", "it", "all-staff"],
         )
-        assert out["action"] == "ROUTE" and out["grounded"] is False
+        assert out["action"] == "ROUTE" and out["grounded"] is False and out["primary_tag"] == "hr"
         assert out["route_to"] == {
             "tag": "hr",
             "owner_user_id": "u-maria",
@@ -100,7 +100,7 @@ class TestTagRouter:
             and unknown_tag["owner_email"] == "admin@acme.example"
         )
         no_context = _run(router, 0, [], ["hr"], citations=[], all_cited=False)
-        assert no_context["action"] == "ROUTE"
+        assert no_context["action"] == "ROUTE" and no_context["primary_tag"] is None
         assert no_context["route_to"]["tag"] == "system" and no_context["route_to"]["fallback"] is True
         assert no_context["route_to"]["reason"].startswith("No relevant context found")
 
@@ -168,4 +168,19 @@ class TestTagRouter:
         assert (
             _run(router, 20, _docs(["finance"]), ["finance"], tenant_id="globex")["route_to"]["owner_email"]
             == "admin@x.example"
+        )
+
+    def test_owner_of_names_whom_the_router_would_route_to(self, directory_path):
+        router = TagRouter(directory_path=directory_path, admin_email="admin@acme.example")
+        assert router.owner_of("acme", "hr") == {
+            "tag": "hr", "owner_user_id": "u-maria", "owner_email": "maria@acme.example", "fallback": False,
+        }  # fmt: skip
+        admin = {"owner_user_id": None, "owner_email": "admin@acme.example", "fallback": True}
+        assert router.owner_of("acme", "it") == {"tag": "it", **admin}  # no owner
+        assert router.owner_of("acme", "finance") == {"tag": "finance", **admin}  # owned only in globex
+        assert router.owner_of("acme", None) == {"tag": "system", **admin}
+        assert router.owner_of("globex", "hr")["owner_user_id"] == "u-marcus"
+        routed = _run(router, 10, _docs(["hr"]), ["hr"])["route_to"]
+        assert {key: routed[key] for key in ("tag", "owner_user_id", "owner_email", "fallback")} == router.owner_of(
+            "acme", "hr"
         )

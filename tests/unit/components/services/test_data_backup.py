@@ -16,7 +16,9 @@ from haystack import Document
 
 from components.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from components.services import data_backup
+from components.services.backup_key import KEY_FILE_ENV, load_key
 from components.services.data_backup import (
+    CODE_NAME,
     FORMAT_VERSION,
     MANIFEST_NAME,
     BackupError,
@@ -259,6 +261,61 @@ class TestRestoreRefusals:
         (backup / MANIFEST_NAME).write_text(json.dumps(manifest))
         with pytest.raises(BackupError, match=f"format version {FORMAT_VERSION + 1}.*up to {FORMAT_VERSION}"):
             restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+
+    def test_an_added_admin_key_with_its_checksum_updated_is_refused(self, backup, tmp_path):
+        # The attack checksums alone cannot catch: change a file and rewrite its entry in the manifest.
+        keys = backup / "api_keys.json"
+        data = json.loads(keys.read_text())
+        data["keys"].append({"key_hash": "attacker", "tenant_id": "acme", "permissions": ["admin"]})
+        keys.write_text(json.dumps(data))
+        manifest = json.loads((backup / MANIFEST_NAME).read_text())
+        manifest["files"]["api_keys.json"].update(size=keys.stat().st_size, sha256=sha256_file(keys))
+        (backup / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        target = tmp_path / "restored"
+        with pytest.raises(BackupError, match=r"changed after it was made .*nothing was restored"):
+            restore_backup(backup, target, embedding=EMBEDDING)
+        assert not target.exists()
+        assert not [entry for entry in tmp_path.iterdir() if ".restoring-" in entry.name]
+
+    def test_a_backup_made_with_another_key_or_without_one_is_refused(self, backup, tmp_path, monkeypatch):
+        other = tmp_path / "other.key"
+        other.write_text("cd" * 32)
+        monkeypatch.setenv(KEY_FILE_ENV, str(other))
+        with pytest.raises(BackupError, match=r"made with another backup key \(key id '[0-9a-f]{16}'"):
+            restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+        monkeypatch.setenv(KEY_FILE_ENV, str(tmp_path / "missing.key"))
+        with pytest.raises(BackupError, match=r"No backup key: .*missing.key does not exist"):
+            restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+        assert not (tmp_path / "missing.key").exists()  # a restore never makes a key up
+        assert not (tmp_path / "restored").exists()
+
+    def test_a_removed_code_is_refused_and_an_old_backup_needs_asking(self, backup, tmp_path):
+        (backup / CODE_NAME).unlink()
+        with pytest.raises(BackupError, match="has no manifest.hmac"):
+            restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+        # A format 1 backup (made before backups were authenticated) restores only when asked.
+        manifest = json.loads((backup / MANIFEST_NAME).read_text())
+        manifest["format_version"] = 1
+        (backup / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        with pytest.raises(BackupError, match=r"format 1, no manifest.hmac.*--unauthenticated"):
+            restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING)
+        result = restore_backup(backup, tmp_path / "restored", embedding=EMBEDDING, allow_unauthenticated=True)
+        assert result["counts"]["chunks"] == 420
+
+    def test_the_key_is_made_once_outside_the_data_dir_and_never_copied(self, data_dir, tmp_path, monkeypatch):
+        path, store = data_dir
+        key_path = tmp_path / "keys" / "backup.key"
+        monkeypatch.setenv(KEY_FILE_ENV, str(key_path))
+        manifest = create_backup(path, tmp_path / "b1", store, embedding=EMBEDDING)
+        assert key_path.stat().st_mode & 0o777 == 0o600 and len(key_path.read_text().strip()) == 64
+        assert manifest["key_id"] == load_key().key_id
+        secret = key_path.read_bytes().strip()
+        held = [p for p in (tmp_path / "b1").rglob("*") if p.is_file() and secret in p.read_bytes()]
+        assert held == []
+        monkeypatch.setenv(KEY_FILE_ENV, str(path / "backup.key"))
+        with pytest.raises(BackupError, match="inside the data directory"):
+            create_backup(path, tmp_path / "b2", store, embedding=EMBEDDING)
+        assert not (tmp_path / "b2").exists()
 
     @pytest.mark.parametrize(
         ("configured", "named"),

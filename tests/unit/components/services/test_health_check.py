@@ -6,7 +6,7 @@ import pytest
 from haystack import Pipeline
 
 from components.generators.ollama_answerer import OllamaAnswerer
-from components.services.health_check import HealthCheck, introspect_generator
+from components.services.health_check import HealthCheck, introspect_generator, rag_standard_fields
 
 NAMES = {"indexing": "indexing", "search": "search", "rag": "query", "enrich": "enrich"}
 
@@ -48,13 +48,28 @@ class TestHealthCheck:
         report = check.report()
         assert list(report) == [
             "status", "ready", "reason", "version", "auth_mode", "uptime_s", "store", "embedder", "generator",
-            "pipelines",
+            "pipelines", "rag_ok", "rag_details", "index_metrics",
         ]  # fmt: skip
         assert (report["status"], report["version"], report["auth_mode"]) == ("healthy", "1.2.3", "api_key")
         assert report["ready"] is True and report["reason"] is None
         assert report["store"]["backend"] == "qdrant-edge" and report["store"]["status"] == "ok"
         assert report["embedder"] == {"model": None, "loaded": False}  # no text embedder in that search pipeline
         assert report["pipelines"] == NAMES and report["uptime_s"] > 0
+        # The RAG Standard's fields: not ok while the embedder is not loaded; the index figures are the store's.
+        assert report["rag_ok"] is False and report["rag_details"] == "Embedding model not loaded"
+        points = report["store"]["points"]
+        assert report["index_metrics"] == {"total_chunks": points, "total_vectors": points, "dimension": 384}
+
+    def test_rag_standard_fields(self):
+        store = {"backend": "qdrant-edge", "status": "ok", "points": 1250, "embedding_dim": 384}
+        fields = rag_standard_fields(store, {"model": "m", "loaded": True, "dim": 384})
+        assert fields == {
+            "rag_ok": True,
+            "rag_details": "Index loaded: 1250 chunks, 384-dimensional vectors (qdrant-edge)",
+            "index_metrics": {"total_chunks": 1250, "total_vectors": 1250, "dimension": 384},
+        }
+        broken = rag_standard_fields({"status": "error", "points": None, "error": "locked"}, {"loaded": True})
+        assert broken["rag_ok"] is False and broken["rag_details"] == "Index unavailable: locked"
 
     def test_an_unreachable_llm_degrades_and_a_failing_store_is_unhealthy(self, store):
         assert HealthCheck(resources(store, reachable=False), version="v", auth_mode="trusted",

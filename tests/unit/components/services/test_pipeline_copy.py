@@ -120,6 +120,29 @@ class TestFastInputCopy:
         looped = fast_deepcopy_with_exceptions(Document(id="loop", content="t", meta={"cycle": cyclic})).meta["cycle"]
         assert looped["self"] is looped and looped is not cyclic and looped["name"] == "loop"
 
+    def test_run_copies_containers_like_haystack(self, installed):
+        from collections import OrderedDict, defaultdict
+
+        tags = ["hr"]
+        documents = [Document(content="a", meta={"tags": tags}, embedding=[0.1, 0.2]), Document(content="b")]
+        inputs = {
+            "documents": documents,
+            "filters": {"operator": "AND", "conditions": [{"field": "meta.tags", "operator": "in", "value": tags}]},
+            "nested": [[1, 2], ["x", {"y": [3]}], (4, [5]), {6}],
+            "ordered": OrderedDict(a=[1]),
+            "counts": defaultdict(list, a=[1]),
+            "reader": _Reader(),
+        }
+        copied = fast_deepcopy_with_exceptions(inputs)
+        uninstall_fast_input_copy()
+        expected = utils._deepcopy_with_exceptions(inputs)
+        assert copied == expected
+        assert {key: type(value) for key, value in copied.items()} == {key: type(v) for key, v in expected.items()}
+        assert copied["reader"] is inputs["reader"]
+        assert copied["documents"][0] is not documents[0] and copied["documents"][0].meta["tags"] is not tags
+        assert copied["filters"]["conditions"][0]["value"] is not tags
+        assert copied["nested"][1][1]["y"] is not inputs["nested"][1][1]["y"]
+
     def test_run_passes_components_through(self, installed):
         reader = _Reader()
         assert fast_deepcopy_with_exceptions([reader])[0] is reader

@@ -8,7 +8,7 @@ from haystack.document_stores.errors import DocumentStoreError
 from pydantic import ValidationError
 
 from components.core.errors import ContextError, ModelNotAllowedError
-from components.services.query_service import QueryService, declared_io
+from components.services.query_service import CONTEXT_TAG, QueryService, declared_io
 
 RESPONSE = {
     "answer": "a",
@@ -133,3 +133,31 @@ class TestQueryService:
     def test_search_needs_a_search_pipeline(self):
         with pytest.raises(RuntimeError, match="without a search pipeline"):
             QueryService(_pipeline()).search({"query": "q", "tenant_id": "acme", "user_tags": ["hr"]})
+
+
+@component
+class TagSource:
+    """Stands in for the tag router: an output named ``primary_tag`` the YAML leaves unconnected."""
+
+    @component.output_types(primary_tag=str | None)
+    def run(self, query: str) -> dict:
+        return {"primary_tag": "hr" if "leave" in query else None}
+
+
+@pytest.mark.unit
+class TestQueryServiceContextTag:
+    def test_the_routers_primary_tag_comes_beside_the_response(self):
+        pipeline = _pipeline()
+        pipeline.add_component("router", TagSource())
+        inputs = {**INPUTS, "query": ["recorder.query", "router.query"]}
+        service = QueryService(pipeline, rag_inputs=inputs, rag_output="recorder.response")
+        assert service.rag({"query": "leave?", "tenant_id": "acme", "user_tags": ["hr"]}) == {
+            **RESPONSE,
+            CONTEXT_TAG: "hr",
+        }
+        assert service.rag({"query": "vpn?", "tenant_id": "acme", "user_tags": ["hr"]})[CONTEXT_TAG] is None
+
+    def test_a_pipeline_without_a_tag_router_adds_nothing(self):
+        assert CONTEXT_TAG not in QueryService(_pipeline()).rag(
+            {"query": "q", "tenant_id": "acme", "user_tags": ["hr"]}
+        )

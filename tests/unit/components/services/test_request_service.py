@@ -4,6 +4,7 @@ database, conversation turns in a real conversations database, index changes on 
 and what the observer is told.
 """
 
+import json
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from support.indexing_support import stored_chunk
 
+from components.core.access_rule import WriteRule
 from components.core.errors import InvalidRequestError, ModelNotAllowedError
 from components.core.requester import Identity
 from components.generators.conversation_summarizer import ExtractiveConversationSummarizer
@@ -21,7 +23,7 @@ from components.services.conversation_service import (
     ConversationSettings,
 )
 from components.services.request_observer import RequestObserver
-from components.services.request_service import RequestService
+from components.services.request_service import RequestService, answer_result
 from components.stores import key_store
 from components.stores.glossary_store import GLOSSARY_FILE, GlossaryStore
 from components.stores.record_store import RecordStore
@@ -165,6 +167,51 @@ class TestRequestServiceReads:
         resources.records.flush()
         assert resources.records.queries() == []
 
+    def test_every_read_carries_a_query_id_logged_with_its_tag(self, resources, tmp_path):
+        class Quality(Observed):
+            def answer_quality(self, tenant_id, tag, result):
+                self.calls.append(("quality", tenant_id, tag, result))
+
+            def search_quality(self, tenant_id, empty):
+                self.calls.append(("search_quality", tenant_id, empty))
+
+        observer = Quality()
+        resources.queries.rag = lambda payload: {**ANSWER, "context_tag": "hr"}  # what QueryService adds
+        requests = service(resources, tmp_path, observer)
+        answer = requests.answer({"query": "leave?"}, SAM)
+        found = requests.search({"query": "leave"}, SAM)
+        assert "context_tag" not in answer  # the service's own record, never a response field
+        assert len({answer["query_id"], found["query_id"]}) == 2 and len(answer["query_id"]) == 32
+        assert ("quality", "acme", "hr", "cited") in observer.calls
+        assert ("search_quality", "acme", False) in observer.calls
+        rows = {row["query_id"]: row for row in resources.records.queries()}
+        assert rows[answer["query_id"]]["tag"] == "hr" and rows[found["query_id"]]["tag"] is None
+
+    def test_a_routed_answer_is_filed_under_its_route_tag_and_told_to_the_gaps(self, resources, tmp_path):
+        routed = {**ANSWER, "action": "ROUTE", "context_chunks_used": 0, "context_tag": None,
+                  "route_to": {"tag": "system", "fallback": True, "owner_email": "admin@acme.example"}}  # fmt: skip
+        resources.queries.rag = lambda payload: dict(routed)
+        told = []
+
+        class Gaps:
+            def answered(self, **fields):
+                told.append(fields)
+                raise RuntimeError("a full disk")  # must not fail the answered request
+
+        requests = RequestService(resources, data_dir=tmp_path, gaps=Gaps())
+        answer = requests.answer({"query": "printer?"}, SAM, endpoint="chat")
+        assert answer["action"] == "ROUTE"
+        (fields,) = told
+        assert (fields["query_id"], fields["question"], fields["endpoint"]) == (answer["query_id"], "printer?", "chat")
+        (row,) = resources.records.queries()
+        assert (row["tag"], row["action"], row["query_id"]) == ("system", "ROUTE", answer["query_id"])
+
+    def test_answer_results_name_cited_routed_declined_and_empty(self):
+        assert answer_result("CITE", 3, {}) == "cited"
+        assert answer_result("ROUTE", 0, {"fallback": True}) == "empty"
+        assert answer_result("ROUTE", 2, {"fallback": True}) == "declined"
+        assert answer_result("ROUTE", 2, {"fallback": False}) == "routed"
+
 
 @pytest.fixture
 def indexed(module_store, resources, tmp_path):
@@ -212,3 +259,113 @@ class TestRequestServiceIndexChanges:
         assert indexed.count_documents() == 2 and directory.lookup("acme", "hr") is None
         assert key_store.list_keys(tmp_path / "api_keys.json") == []
         assert [event["event"] for event in resources.records.events()] == ["delete_tenant"]
+
+
+class Outbox:
+    """The event outbox's ``add``: remembers the rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, rows):
+        self.rows.extend(rows)
+        return len(rows)
+
+
+class Indexing:
+    """The indexing service's ``index_texts``: answers each document with the status given per document id."""
+
+    def __init__(self, statuses: dict[str, str]) -> None:
+        self.statuses = statuses
+
+    def index_texts(self, documents, writer=None):
+        entries = [
+            {"document_id": d["document_id"], "tenant_id": d["tenant_id"], "status": self.statuses[d["document_id"]],
+             "chunks": 2 if self.statuses[d["document_id"]] == "indexed" else 0, "tokens": 9}
+            for d in documents
+        ]  # fmt: skip
+        return {"documents": entries, "chunks_written": 2, "latency_ms": 1.0}
+
+
+@pytest.fixture
+def artifacts(module_store, resources):
+    """Documents indexed under other document ids than their artifacts, in two tenants."""
+    module_store.delete_all_documents()
+    module_store.write_documents(
+        [stored_chunk("doc-x", index, artifact_id="art/1") for index in range(3)]
+        + [stored_chunk("doc-y", index, artifact_id="art-2") for index in range(2)]
+        + [stored_chunk("doc-z", 0, tenant_id="globex", artifact_id="art/1")]
+        + [stored_chunk("art-3", 0)]  # document id equal to an artifact id, but indexed without artifact_id
+    )
+    resources.store = module_store
+    resources.outbox = Outbox()
+    return module_store
+
+
+@pytest.mark.integration
+class TestRequestServiceArtifacts:
+    def test_invalidate_artifacts_finds_documents_by_artifact_id_in_the_tenant(self, artifacts, resources, tmp_path):
+        observer = Observed()
+        requests = service(resources, tmp_path, observer)
+        result = requests.invalidate_artifacts(
+            "acme", ["art/1", "art-3"], reason="upstream_taint", cascade_id="c-7", key_id="key-1"
+        )
+        assert (result["invalidated"], result["chunks_removed"], result["document_ids"]) == (1, 3, ["doc-x"])
+        assert result["not_found"] == ["art-3"]  # a document_id is not an artifact id
+        assert {d.meta["document_id"] for d in artifacts.filter_documents()} == {"doc-y", "doc-z", "art-3"}
+        assert observer.calls == [("invalidated", "upstream_taint", 1, 3)]
+        (event,) = resources.records.events()
+        assert event["cascade_id"] == "c-7" and event["chunks"] == 3
+        (row,) = resources.outbox.rows
+        body = json.loads(row["body"])
+        assert row["routing_key"] == body["type"] == "embedding.invalidated" and row["event_id"] == body["event_id"]
+        assert body["data"]["artifact_ids"] == ["art/1", "art-3"] and body["data"]["cascade_id"] == "c-7"
+        assert body["data"]["chunks_removed"] == 3 and row["tenant_id"] == "acme"
+
+    def test_invalidate_artifacts_changes_only_what_the_writer_may_write(self, artifacts, resources, tmp_path):
+        requests = service(resources, tmp_path)
+        # docs/contract.md, "Write rule": an artifact whose documents the caller may not write reads as not found.
+        finance = WriteRule(tenant_ids=("acme",), tags=("finance",))
+        refused = requests.invalidate_artifacts("acme", ["art/1"], publish_empty=False, writer=finance)
+        assert (refused["invalidated"], refused["chunks_removed"], refused["not_found"]) == (0, 0, ["art/1"])
+        assert len(artifacts.filter_documents()) == 7
+        hr = WriteRule(tenant_ids=("acme",), tags=("hr",))
+        allowed = requests.invalidate_artifacts("acme", ["art/1"], writer=hr)
+        assert (allowed["invalidated"], allowed["chunks_removed"], allowed["document_ids"]) == (1, 3, ["doc-x"])
+
+    def test_an_empty_invalidation_publishes_only_when_asked(self, artifacts, resources, tmp_path):
+        requests = service(resources, tmp_path)
+        assert requests.invalidate_artifacts("acme", ["nope"], publish_empty=False)["invalidated"] == 0
+        assert resources.outbox.rows == []
+        requests.invalidate_artifacts("acme", ["nope"], cascade_id="c-1")
+        assert json.loads(resources.outbox.rows[0]["body"])["data"]["not_found"] == ["nope"]
+
+    def test_an_event_triggered_invalidation_publishes_a_derived_id(self, artifacts, resources, tmp_path):
+        requests = service(resources, tmp_path)
+        requests.invalidate_artifacts("acme", ["art-2"], event_id="evt-1")
+        requests.invalidate_artifacts("acme", ["art-2"], event_id="evt-1")  # a redelivery applied again
+        requests.invalidate_artifacts("acme", ["art-2"])
+        first, again, http = (row["event_id"] for row in resources.outbox.rows)
+        assert first == again and http != first
+
+    def test_indexed_artifacts_publish_completed_events(self, artifacts, resources, tmp_path):
+        resources.indexing = Indexing({"doc-y": "unchanged", "new-1": "indexed", "plain": "indexed"})
+        documents = [
+            {"content": "y", "tenant_id": "acme", "tags": ["hr"], "document_id": "doc-y",
+             "meta": {"artifact_id": "art-2"}},
+            {"content": "n", "tenant_id": "acme", "tags": ["hr"], "document_id": "new-1",
+             "meta": {"artifact_id": "art-9", "provenance_id": "prov-1"}},
+            {"content": "p", "tenant_id": "acme", "tags": ["hr"], "document_id": "plain"},
+        ]  # fmt: skip
+        result = service(resources, tmp_path).index_documents(documents, event_ids=["evt-a", None, None])
+        unchanged, new, plain = result["documents"]
+        assert (unchanged["artifact_id"], unchanged["chunks"]) == ("art-2", 2)  # the chunks it holds
+        assert new["artifact_id"] == "art-9" and "artifact_id" not in plain
+        bodies = [json.loads(row["body"]) for row in resources.outbox.rows]
+        assert [body["data"]["artifact_id"] for body in bodies] == ["art-2", "art-9"]
+        assert [(b["data"]["chunks"], b["data"]["changed"]) for b in bodies] == [(2, False), (2, True)]
+        assert bodies[1]["data"]["provenance_id"] == "prov-1" and bodies[0]["type"] == "embedding.completed"
+
+    def test_without_an_outbox_nothing_is_published(self, artifacts, resources, tmp_path):
+        resources.outbox = None
+        assert service(resources, tmp_path).invalidate_artifacts("acme", ["art-2"])["chunks_removed"] == 2

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from components.stores.record_store import RecordStore
+from components.stores.record_store import QueryLogWriter, RecordStore
 
 
 @pytest.mark.unit
@@ -94,3 +94,48 @@ class TestRecordStore:
         for thread in threads:
             thread.join()
         assert len(store.queries(limit=1000)) == 100
+
+
+@pytest.mark.unit
+class TestQueryLogWriterGathering:
+    def test_init_rejects_a_negative_gather(self):
+        with pytest.raises(ValueError, match="gather_s"):
+            QueryLogWriter(lambda rows: None, gather_s=-1)
+
+    def test_run_writes_the_rows_of_a_moment_in_one_transaction(self):
+        batches: list[list[dict]] = []
+        writer = QueryLogWriter(batches.append, gather_s=0.5)
+        for n in range(5):
+            writer.put({"n": n})
+            time.sleep(0.01)  # requests arriving one by one
+        assert writer.flush(5)
+        assert [[row["n"] for row in batch] for batch in batches] == [[0, 1, 2, 3, 4]]
+        writer.close()
+
+    def test_run_without_gathering_writes_each_row_as_it_comes(self):
+        batches: list[list[dict]] = []
+        writer = QueryLogWriter(batches.append, gather_s=0)
+        for n in range(3):
+            writer.put({"n": n})
+            deadline = time.monotonic() + 5
+            while writer.written <= n and time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert [[row["n"] for row in batch] for batch in batches] == [[0], [1], [2]]
+        writer.close()
+
+    def test_flush_and_a_full_batch_do_not_wait_for_the_gathering(self):
+        batches: list[list[dict]] = []
+        writer = QueryLogWriter(batches.append, batch_rows=3, gather_s=30)
+        for n in range(3):
+            writer.put({"n": n})
+        deadline = time.monotonic() + 5
+        while not batches and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert [len(batch) for batch in batches] == [3]  # a full batch went at once
+        writer.put({"n": 3})
+        started = time.monotonic()
+        assert writer.flush(5) and time.monotonic() - started < 2
+        started = time.monotonic()
+        writer.put({"n": 4})
+        writer.close(timeout=5)
+        assert time.monotonic() - started < 2 and [row["n"] for batch in batches for row in batch] == [0, 1, 2, 3, 4]

@@ -50,7 +50,7 @@ class TestDocumentIdentifier:
         assert meta["source_hash"] == content_hash("Hello") and meta["language"] == "en"
         assert meta["verified"] is False and meta["tainted"] is False
         assert meta["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
-        source_fields = set(CHUNK_META_FIELDS) - {"chunk_index", "chunk_hash", "token_count"}
+        source_fields = set(CHUNK_META_FIELDS) - {"chunk_index", "chunk_hash", "token_count", "indexed_at"}
         assert source_fields <= set(meta)
 
     def test_run_keeps_given_document_id(self):

@@ -41,14 +41,21 @@ class TestParseEvent:
         data = {"artifact_id": "art-1", "content": "Output.", "tenant_id": "acme", "tags": ["qa"]}
         command = parse_event("task.validated", _body(data), TENANTS)
         assert command.kind == "upsert" and command.document_ids == ["art-1"]
-        assert command.arguments["document_id"] == "art-1" and command.arguments["meta"] == {"artifact_id": "art-1"}
+        assert command.arguments["document_id"] == "art-1" and command.arguments["meta"] == {
+            "verified": True,
+            "artifact_id": "art-1",
+        }
         assert "artifact_id" not in command.arguments
 
     def test_artifact_tainted_invalidates_with_the_cascade(self):
         data = {"tenant_id": "acme", "artifact_id": "a-1", "artifact_ids": ["a-2", "a-1"], "cascade_id": "c-9"}
         command = parse_event("artifact.tainted", _body(data), TENANTS)
-        assert command.kind == "invalidate" and command.document_ids == ["a-1", "a-2"]
+        # Found by artifact id, whatever their document_id: the command carries the artifact ids.
+        assert command.kind == "invalidate_artifacts" and command.document_ids == ["a-1", "a-2"]
         assert command.arguments == {"reason": "upstream_taint", "cascade_id": "c-9"}
+        # Artifact ids are not document ids: another system's ids (slashes, underscores) are accepted.
+        wide = parse_event("artifact.tainted", _body({"tenant_id": "acme", "artifact_id": "runs/7_out"}), TENANTS)
+        assert wide.document_ids == ["runs/7_out"]
         assert _poison("artifact.tainted", _body({"tenant_id": "acme"})).reason == "invalid"
 
     def test_delete_invalidate_and_flags(self):

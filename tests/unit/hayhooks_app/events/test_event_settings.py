@@ -51,3 +51,8 @@ class TestEventSettings:
     def test_retry_delay_doubles_up_to_the_max(self):
         settings = EventSettings(retry_base_s=0.5, retry_max_s=3.0)
         assert [settings.retry_delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+    def test_the_broker_is_configured_only_by_an_explicit_url(self, env):
+        assert EventSettings.from_env().broker_configured is False  # the default URL publishes nothing
+        env.setenv("SOURCEBOUND_EVENTS_URL", "amqp://u:p@broker:5672/%2F")
+        assert EventSettings.from_env().broker_configured is True

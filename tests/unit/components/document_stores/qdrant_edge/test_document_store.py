@@ -212,6 +212,8 @@ class TestQdrantEdgeDocumentStore:
                 "meta.verified",
                 "meta.tainted",
                 "meta.language",
+                "meta.artifact_id",
+                "meta.domain",
                 "_store.access",
             }
         finally:
