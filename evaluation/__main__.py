@@ -75,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="REPORT_JSON",
         help="an earlier report.json: report.md then shows before -> after for every metric",
     )
+    parser.add_argument(
+        "--real-model-lane",
+        action="store_true",
+        help="also run the Ollama pipeline with a real small model (SmolLM2 on cyllama; make provision-llm)",
+    )
     parser.add_argument("--verbose", "-v", action="store_true")
     return parser.parse_args(argv)
 
@@ -132,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         query_overrides=parse_overrides(args.override),
         query_pipeline=args.query_pipeline,
     )
+    if args.real_model_lane:
+        from evaluation.real_model_lane import run_real_model_lane
+
+        summary["real_model_lane"] = run_real_model_lane(progress=lambda line: print(line, file=sys.stderr))
     summary["wall_seconds"] = round(time.perf_counter() - started, 1)
     if baseline is not None:
         summary["baseline"] = baseline

@@ -122,6 +122,8 @@ class EvalQuestion:
     :param reference_answer: A full reference answer (for ragas' reference-based metrics).
     :param forbidden_document_ids: Documents that must never reach this requester.
     :param category: ``answerable``, ``unanswerable`` or ``forbidden`` (free-form for your own sets).
+    :param group: The passage the question was written against (SQuAD: its paragraph; a man page), so
+        cross-validation keeps a passage's questions on one side; empty: its gold document, else its own id.
     """
 
     id: str
@@ -133,6 +135,12 @@ class EvalQuestion:
     reference_answer: str | None = None
     forbidden_document_ids: tuple[str, ...] = ()
     category: str = ""
+    group: str = ""
+
+    @property
+    def passage(self) -> str:
+        """The cross-validation group (see ``group``)."""
+        return self.group or (self.gold_document_ids[0] if self.gold_document_ids else f"question:{self.id}")
 
 
 @dataclass
@@ -295,6 +303,7 @@ def parse_question(record: Mapping[str, Any], requesters: Mapping[str, Requester
         reference_answer=record.get("reference_answer"),
         forbidden_document_ids=forbidden,
         category=str(category),
+        group=str(record.get("group") or ""),
     )
 
 
@@ -383,6 +392,7 @@ def load_squad(
                         gold_answers=spans,
                         reference_answer=spans[0] if spans else None,
                         category="unanswerable" if impossible else "answerable",
+                        group=document_id,
                     )
                 )
     return EvalDataset(
@@ -438,6 +448,7 @@ def load_manpages(path: str | os.PathLike | None = None) -> EvalDataset:
             gold_answers=tuple(record.get("answers") or ()),
             reference_answer=(record.get("answers") or [None])[0],
             category="unanswerable" if record.get("impossible") else "answerable",
+            group=str(record["doc"]) if record.get("doc") else "",
         )
         for record in data.get("questions", [])
     ]

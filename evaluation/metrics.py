@@ -204,6 +204,39 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     return u_statistic / (positives * negatives)
 
 
+CALIBRATION_BINS = ((0, 20), (20, 40), (40, 60), (60, 80), (80, 101))
+
+
+def answered_correctly(record: QuestionRecord) -> bool:
+    """An answerable question answered with CITE and a gold span in the answer."""
+    return bool(
+        record.answerable and record.action == "CITE" and contains_gold_span(record.answer, record.gold_answers)
+    )
+
+
+def calibration(records: Sequence[QuestionRecord]) -> list[dict[str, Any]]:
+    """
+    ``confidence.overall`` in bins of 20 points against what happened: per bin the questions in it, the share that
+    the documents answer (``answerable``) and the share answered correctly (CITE with a gold span). A calibrated
+    confidence has both shares rise from bin to bin.
+    """
+    rows = []
+    scored = [record for record in records if not record.error and record.overall_confidence is not None]
+    for low, high in CALIBRATION_BINS:
+        members = [record for record in scored if low <= float(record.overall_confidence) < high]
+        rows.append(
+            {
+                "bin": f"{low}-{min(high, 100)}",
+                "questions": len(members),
+                "answerable": round(sum(r.answerable for r in members) / len(members), 3) if members else None,
+                "answered_correctly": round(sum(answered_correctly(r) for r in members) / len(members), 3)
+                if members
+                else None,
+            }
+        )
+    return rows
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0-100) with linear interpolation (numpy's default); ``None`` if empty."""
     if not values:

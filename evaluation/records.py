@@ -40,6 +40,8 @@ class QuestionRecord:
     :param top3_repeat: Top-3 SourceIds of the determinism re-run, when one ran.
     :param reference_contexts: Texts of the gold chunks (for ragas' text-based context metrics).
     :param stage_ms: Wall time per pipeline component of the RAG run, in milliseconds.
+    :param removed_sentences: The answer sentences the LLM path's verifier removed (only when the pipeline reports
+        them: ``SOURCEBOUND_DEBUG_REMOVED_SENTENCES``).
     """
 
     question_id: str
@@ -65,6 +67,7 @@ class QuestionRecord:
     latency_ms: float = 0.0
     search_latency_ms: float | None = None
     stage_ms: dict[str, float] = field(default_factory=dict)
+    removed_sentences: list[dict[str, Any]] | None = None
     error: str | None = None
 
     @property

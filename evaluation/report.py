@@ -148,7 +148,9 @@ def markdown_table(summary: Mapping[str, Any], thresholds: Mapping[str, Any] | N
     lines.append("")
 
     lines += language_table(summary)
+    lines += calibration_table(summary)
     lines += baseline_table(summary)
+    lines += real_model_lane_table(summary)
 
     not_run = []
     for name in names:
@@ -203,6 +205,59 @@ def language_table(summary: Mapping[str, Any]) -> list[str]:
             + " |"
         )
     return [*lines, ""]
+
+
+def calibration_table(summary: Mapping[str, Any]) -> list[str]:
+    """
+    Markdown lines: per dataset, ``confidence.overall`` in bins of 20 against the share of the bin's questions
+    answered correctly (CITE with a gold span) and the share the documents answer (evaluation.metrics.calibration).
+    """
+    datasets = summary.get("datasets", {})
+    names = [name for name in sorted(datasets) if datasets[name].get("calibration")]
+    if not names:
+        return []
+    bins = [row["bin"] for row in datasets[names[0]]["calibration"]]
+    lines = [
+        "## Calibration",
+        "",
+        "`confidence.overall` in bins: each cell is *answered correctly* (CITE with a gold span) / *answerable*, "
+        "as shares of the bin's questions, and the number of questions in the bin. Both shares should rise from "
+        "left to right; the routing threshold is 60.",
+        "",
+        "| dataset | " + " | ".join(bins) + " |",
+        "|---|" + "---|" * len(bins),
+    ]
+    for name in names:
+        cells = []
+        for row in datasets[name]["calibration"]:
+            if not row["questions"]:
+                cells.append("—")
+            else:
+                cells.append(f"{row['answered_correctly']:.2f} / {row['answerable']:.2f} (n={row['questions']})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def real_model_lane_table(summary: Mapping[str, Any]) -> list[str]:
+    """Markdown lines for the real-model lane (evaluation.real_model_lane), when the run had one."""
+    lane = summary.get("real_model_lane")
+    if not lane:
+        return []
+    lines = ["## Real-model lane", ""]
+    if lane.get("status") != "ok":
+        return lines + [f"Not run: {lane.get('reason')}", ""]
+    lines += [
+        f"`{lane['pipeline']}` answering with {lane['model']} through an Ollama-API test server "
+        f"({lane['dataset']}, {lane['questions']} questions, {lane['seconds']} s). The model is far too small to "
+        "answer well; the lane shows the pipeline's checks (sentence verification, citations, routing) on real "
+        "model output.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
+    for label, value in lane["figures"].items():
+        lines.append(f"| {label} | {value} |")
+    return lines + [""]
 
 
 def baseline_summary(report: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from evaluation.datasets import (
     load_sample_aliases,
     load_sample_gold,
 )
-from evaluation.metrics import RECALL_K, compute_metrics, contains_gold_span, judge_status, percentile
+from evaluation.metrics import RECALL_K, calibration, compute_metrics, contains_gold_span, judge_status, percentile
 from evaluation.records import ContextChunk, QuestionRecord
 from evaluation.stage_timer import StageTimer
 
@@ -330,6 +330,7 @@ def ask(index: CorpusIndex, question: EvalQuestion, timer: StageTimer) -> Questi
         record.confidence = dict(response["confidence"])
         record.grounded = bool(response["grounded"])
         record.citations = [citation["source_id"] for citation in response["citations"]]
+        record.removed_sentences = response.get("removed_sentences")
         record.context = context
         started = time.perf_counter()
         record.retrieved = index.search(question)
@@ -481,6 +482,7 @@ def run_evaluation(
             "routing_threshold": run.routing_threshold,
             "stage_latency_p50_ms": run.stage_latency_p50_ms,
             "metrics": {name: value.to_dict() for name, value in metrics.items()},
+            "calibration": calibration(run.records),
         }
         records_by_dataset[dataset.name] = run.records
     return summary, records_by_dataset

@@ -247,6 +247,13 @@ def _routes(container: ServiceContainer) -> APIRouter:
             report["identity_provider"] = container.oidc.keys.status()
         return JSONResponse(report, status_code=503 if report["status"] == "unhealthy" else 200)
 
+    @router.get("/health/ready", tags=["service"], summary="Readiness: 503 unless every route can answer")
+    async def ready() -> JSONResponse:
+        # docs/api.md, "GET /health": a load balancer sends no traffic while the chat model is missing.
+        report = await run_in_threadpool(container.health.report)
+        body = {"ready": report["ready"], "status": report["status"], "reason": report["reason"]}
+        return JSONResponse(body, status_code=200 if report["ready"] else 503)
+
     @router.get("/metrics", tags=["service"], summary="Prometheus metrics", response_class=Response)
     async def prometheus_metrics() -> Response:
         return Response(await run_in_threadpool(metrics.render), media_type=PROMETHEUS_CONTENT_TYPE)

@@ -1,6 +1,7 @@
 """
 First-start set-up: index the bundled sample corpus into an empty store and load the
-tag-owner directory, so a fresh ``make serve`` answers questions about it at once.
+tag-owner directory, so a fresh ``make serve`` answers questions about it at once. On a store that already
+holds the sample corpus, its documents written in an older index format are re-indexed.
 
 Both steps are idempotent: the corpus is indexed only when the store holds no points, and the
 directory only when it holds no tags (later edits through the CLI are never overwritten).
@@ -21,19 +22,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from components.services.corpus_manifest import corpus_sources, load_corpus
+from components.services.corpus_manifest import corpus_sources, load_corpus, stale_documents
 from hayhooks_app.container import ServiceContainer
 
 logger = logging.getLogger(__name__)
 
 
-def index_corpus(container: ServiceContainer, manifest: Path) -> dict[str, Any]:
+def index_corpus(container: ServiceContainer, manifest: Path, only: list[Any] | None = None) -> dict[str, Any]:
     """
-    Index every document of a corpus manifest (:mod:`components.services.corpus_manifest`).
+    Index every document of a corpus manifest (:mod:`components.services.corpus_manifest`), or ``only`` these.
 
     :returns: ``documents`` (per status), ``chunks_written`` and ``seconds``.
     """
-    documents, _header = load_corpus(manifest)
+    documents = only if only is not None else load_corpus(manifest)[0]
     started = time.perf_counter()
     streams, texts = corpus_sources(documents)
     results = []
@@ -81,6 +82,13 @@ def bootstrap(container: ServiceContainer) -> dict[str, Any]:
         logger.info("Empty store: indexing the sample corpus from %s ...", manifest)
         summary["corpus"] = index_corpus(container, manifest)
         logger.info("Sample corpus indexed: %s", summary["corpus"])
+    elif manifest.is_file():
+        # Sample documents written in an older index format are re-indexed (docs/operations.md, "Re-indexing after
+        # an index-format change"); other documents are re-indexed when their source is indexed again.
+        stale = stale_documents(container.store, load_corpus(manifest)[0], container.indexing.index_format)
+        if stale:
+            logger.info("Re-indexing %d sample corpus documents written in an older index format ...", len(stale))
+            summary["corpus"] = index_corpus(container, manifest, only=stale)
     if directory_file.is_file():
         summary["tags_loaded"] = load_tag_directory(container, directory_file)
     return summary

@@ -17,9 +17,9 @@ of every pipeline in step, the server files are generated from the embedded ones
   that takes over the retriever's ``query`` text input, the hybrid one with the Edge retriever's ``rrf_k``
   (default 60); ``QdrantEdgeEmbeddingRetriever`` -> ``TenantQdrantEmbeddingRetriever`` (qdrant-haystack's
   retrievers on that store);
-* a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store gets a ``Bm25DocumentEmbedder``
-  (``<name>_bm25``) in front,
-  so documents carry the same BM25 sparse vectors the Edge store computes itself;
+* a writer (``DocumentWriter``, ``LifecycleDocumentWriter``) on the Edge store that no ``Bm25DocumentEmbedder`` feeds
+  already gets one (``<name>_bm25``) in front, so documents carry the same BM25 sparse vectors the Edge store
+  computes itself;
 * any other component holding the Edge store gets the server store.
 
 ``${NAME:-default}`` references stay unresolved, so the generated files take the same
@@ -106,6 +106,16 @@ def _is_edge_store(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == EDGE_STORE
 
 
+def _fed_by(data: dict[str, Any], name: str, component_type: str) -> bool:
+    """Whether ``name.documents`` already comes from a component of ``component_type`` (e.g. its own BM25 step)."""
+    senders = {
+        connection["sender"].split(".", 1)[0]
+        for connection in data.get("connections", [])
+        if connection.get("receiver") == f"{name}.documents"
+    }
+    return any(data["components"].get(sender, {}).get("type") == component_type for sender in senders)
+
+
 def _redirect(data: dict[str, Any], old: str, new: str) -> None:
     """Point every connection and declared input that reaches ``old`` at ``new`` instead."""
     for connection in data.get("connections", []):
@@ -150,7 +160,7 @@ def to_server_profile(data: dict[str, Any]) -> dict[str, Any]:
                 data["connections"].append(
                     {"sender": f"{name}_bm25.sparse_embedding", "receiver": f"{name}.query_sparse_embedding"}
                 )
-        elif component["type"] in WRITERS:
+        elif component["type"] in WRITERS and not _fed_by(data, name, BM25_DOCUMENTS):
             added[f"{name}_bm25"] = {"type": BM25_DOCUMENTS, "init_parameters": dict(bm25)}
             _redirect(data, f"{name}.documents", f"{name}_bm25.documents")
             data["connections"].append({"sender": f"{name}_bm25.documents", "receiver": f"{name}.documents"})

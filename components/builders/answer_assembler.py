@@ -69,11 +69,15 @@ class AnswerAssembler:
     ```
     """
 
-    def __init__(self, time_decimals: int = 3, include_ungrounded_draft: bool = False) -> None:
+    def __init__(
+        self, time_decimals: int = 3, include_ungrounded_draft: bool = False, include_removed_sentences: bool = False
+    ) -> None:
         """
         :param time_decimals: Decimals kept in ``generation_time_ms``.
         :param include_ungrounded_draft: Debug only: on ROUTE, return the answerer's draft in
             ``ungrounded_draft`` (never in ``answer``). Off by default.
+        :param include_removed_sentences: Debug only: return the sentences the answer verifier removed in
+            ``removed_sentences`` (``SOURCEBOUND_DEBUG_REMOVED_SENTENCES``). Off by default.
         """
         if not isinstance(time_decimals, int) or time_decimals < 0:
             raise ValueError(f"time_decimals must be a non-negative integer, got {time_decimals!r}.")
@@ -83,12 +87,21 @@ class AnswerAssembler:
                 f"got {include_ungrounded_draft!r}."
             )
         self.time_decimals = time_decimals
+        if not isinstance(include_removed_sentences, bool):
+            raise ValueError(
+                "include_removed_sentences must be true or false (SOURCEBOUND_DEBUG_REMOVED_SENTENCES), "
+                f"got {include_removed_sentences!r}."
+            )
         self.include_ungrounded_draft = include_ungrounded_draft
+        self.include_removed_sentences = include_removed_sentences
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
         return default_to_dict(
-            self, time_decimals=self.time_decimals, include_ungrounded_draft=self.include_ungrounded_draft
+            self,
+            time_decimals=self.time_decimals,
+            include_ungrounded_draft=self.include_ungrounded_draft,
+            include_removed_sentences=self.include_removed_sentences,
         )
 
     @classmethod
@@ -110,6 +123,7 @@ class AnswerAssembler:
         context_tokens_used: int,
         route_to: dict[str, Any] | None = None,
         glossary_terms: list[str] | None = None,
+        removed_sentences: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """
         :param answer: The answerer's text (the draft; replaced by a decline on ROUTE).
@@ -123,6 +137,8 @@ class AnswerAssembler:
         :param context_tokens_used: Tokens of the rendered context.
         :param route_to: The route target for ``ROUTE``.
         :param glossary_terms: Glossary terms the query expander matched (reported in the response).
+        :param removed_sentences: The answer verifier's removed sentences (shown only with
+            ``include_removed_sentences``).
         :returns: ``response``: the ``RAGResponse`` as a JSON-ready dict.
         """
         draft = None
@@ -142,5 +158,6 @@ class AnswerAssembler:
             grounded=grounded,
             ungrounded_draft=draft,
             glossary_terms=list(glossary_terms or []),
+            removed_sentences=list(removed_sentences or []) if self.include_removed_sentences else None,
         )
         return {"response": response.to_json()}

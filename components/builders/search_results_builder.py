@@ -57,12 +57,15 @@ class SearchResultsBuilder:
         chunk_separator: str = "\n\n",
         snippet_chars: int = 200,
         encoding: str = "cl100k_base",
+        min_similarity: float | None = None,
     ) -> None:
         """
         :param chunk_template: Template of one context chunk (as in the RAG prompt).
         :param chunk_separator: Text between chunks.
         :param snippet_chars: Length of a result's snippet before ``...``.
         :param encoding: tiktoken encoding for ``tokens_used``.
+        :param min_similarity: The pipeline's minimum similarity (``RAG_SEARCH_MIN_SIMILARITY``), named in
+            ``empty_reason``.
         """
         validate_chunk_template(chunk_template)
         validate_encoding(encoding)
@@ -72,6 +75,7 @@ class SearchResultsBuilder:
         self.chunk_separator = chunk_separator
         self.snippet_chars = snippet_chars
         self.encoding = encoding
+        self.min_similarity = min_similarity
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the component."""
@@ -81,12 +85,23 @@ class SearchResultsBuilder:
             chunk_separator=self.chunk_separator,
             snippet_chars=self.snippet_chars,
             encoding=self.encoding,
+            min_similarity=self.min_similarity,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SearchResultsBuilder":
         """Deserialize the component."""
         return default_from_dict(cls, data)
+
+    def empty_reason(self, dropped: int) -> str:
+        """Why no result is returned (docs/contract.md, "Response fields")."""
+        if dropped:
+            floor = f"{self.min_similarity:g}" if self.min_similarity is not None else "the minimum"
+            return (
+                f"None of the {dropped} retrieved chunks reached the minimum similarity of {floor} "
+                "(RAG_SEARCH_MIN_SIMILARITY): nothing you can access is close enough to the query."
+            )
+        return "No document this identity may see matches the query."
 
     def result(self, document: Document) -> dict[str, Any]:
         """One search result."""
@@ -134,6 +149,7 @@ class SearchResultsBuilder:
         max_tokens: int = 2000,
         latency_ms: float = 0.0,
         glossary_terms: list[str] | None = None,
+        dropped: int = 0,
     ) -> dict[str, Any]:
         """
         :param documents: Retrieved chunks in rank order (``score`` = dense similarity).
@@ -141,7 +157,9 @@ class SearchResultsBuilder:
         :param max_tokens: Token budget of ``context``.
         :param latency_ms: The search's latency, when known (``QueryService`` sets the measured wall time).
         :param glossary_terms: Glossary terms the query expander matched (reported in ``metadata``).
-        :returns: ``response``: the search response as a JSON-ready dict.
+        :param dropped: Retrieved chunks the similarity scorer dropped below the minimum similarity.
+        :returns: ``response``: the search response as a JSON-ready dict; ``empty_reason`` says why ``results`` is
+            empty (``null`` otherwise).
         """
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}.")
@@ -152,6 +170,7 @@ class SearchResultsBuilder:
             context=context,
             tokens_used=tokens,
             search_mode=search_mode,
+            empty_reason=None if documents else self.empty_reason(dropped),
             metadata={
                 "vector_results": sum(1 for sides in found_by if "vector" in sides),
                 "keyword_results": sum(1 for sides in found_by if "keyword" in sides),

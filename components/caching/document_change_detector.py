@@ -11,10 +11,12 @@ document's chunks atomically, so chunk 0 speaks for the document.
 A document is re-indexed when any of ``compare_fields`` differs: its content
 (``source_hash``), who may see it (``tags``, ``scope``, ``user_id``,
 ``project_id``), how it is cited (``document_name``, ``source_uri``, ...), or the
-``embedding_model``. ``source_updated_at`` alone does not count (a checkout that
-only touches files must not re-embed them). Flags set later (``verified``, ``tainted``) are not compared:
-they change through ``document_lifecycle.set_flags``, and an unchanged re-index
-keeps them.
+``embedding_model``, or the index format its chunks were written in (``index_format``: chunk 0's
+``meta.index_format`` differs from the detector's, e.g. chunks written before contextual headers;
+docs/operations.md, "Re-indexing after an index-format change"). ``source_updated_at`` alone does not
+count (a checkout that only touches files must not re-embed them). Flags set later (``verified``,
+``tainted``) are not compared: they change through ``document_lifecycle.set_flags``, and an unchanged
+re-index keeps them.
 
 Document ids are per tenant (docs/contract.md "Document ids"): on a store whose
 point ids derive from the tenant (``ids_per_tenant = True``: the Qdrant Edge store and the server profile's)
@@ -95,22 +97,31 @@ def count_by_filter(store: DocumentStore, filters: dict[str, Any]) -> int:
 class DocumentChangeDetector:
     """Skips documents the store already holds unchanged; plans the rest for indexing."""
 
-    def __init__(self, document_store: DocumentStore, compare_fields: list[str] | None = None) -> None:
+    def __init__(
+        self, document_store: DocumentStore, compare_fields: list[str] | None = None, index_format: str | None = None
+    ) -> None:
         """
         Create the detector.
 
         :param document_store: The store the writer writes to.
         :param compare_fields: Source-level meta fields whose change triggers re-indexing.
+        :param index_format: The format the pipeline writes chunks in (``meta.index_format``, set by
+            ``ChunkContextHeader``); a document stored in another format is re-indexed. ``None``: not compared.
         """
         if compare_fields is not None and "source_hash" not in compare_fields:
             raise ValueError("compare_fields must include 'source_hash', or changed content would never be re-indexed")
+        if index_format is not None and (not isinstance(index_format, str) or not index_format):
+            raise ValueError(f"index_format must be null or a non-empty string, got {index_format!r}.")
         self.document_store = document_store
         self.compare_fields = compare_fields
+        self.index_format = index_format
         self._fields = list(compare_fields or DEFAULT_COMPARE_FIELDS)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the component."""
-        return default_to_dict(self, document_store=self.document_store, compare_fields=self.compare_fields)
+        return default_to_dict(
+            self, document_store=self.document_store, compare_fields=self.compare_fields, index_format=self.index_format
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DocumentChangeDetector":
@@ -129,6 +140,8 @@ class DocumentChangeDetector:
         if not stored:
             return "pending", None
         previous = stored[0].meta
+        if self.index_format is not None and previous.get("index_format") != self.index_format:
+            return "pending", None
         changed = [
             field
             for field in self._fields

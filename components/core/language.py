@@ -9,7 +9,11 @@ Language-specific text resources, loaded lazily: the English query path never lo
 * :func:`language_stopwords`: the ``stopwords-iso`` collection's list for a language, without words that hold a
   numeral character (its Chinese list has ``七``, ``八``: a question about a number needs them);
 * :func:`segment_han`: words of a run of Han characters (Chinese is written without spaces), from ``jieba``'s
-  dictionary (about 65 MB and 1-2 s to load, on the first Chinese text).
+  dictionary (about 65 MB and 1-2 s to load, on the first Chinese text);
+* :func:`stem_word`: a word's stem by the language's Snowball stemmer (``snowballstemmer``, pure Python), so the
+  inflected forms of a word match (``неиспользованных`` and ``неиспользованные`` -> ``неиспользова``);
+* :func:`word_rarity`: how rare a word is in the language at large, from ``wordfreq``'s frequency lists (inside the
+  package; about 0.1 s to load a language's list, on its first word), not from the few texts at hand.
 
 Usage:
 
@@ -18,6 +22,8 @@ from components.core.language import detect_language, segment_han
 
 detect_language("Die Kündigungsfrist beträgt drei Monate.")  # 'de'
 segment_han("员工每年享有带薪年假")  # ['员工', '每年', '享有', '带薪', '年', '假']
+stem_word("отпуска", "ru")  # 'отпуск'
+word_rarity("bereavement", "en")  # 0.63 (Zipf frequency 2.96); word_rarity("days", "en")  # 0.30
 ```
 """
 
@@ -43,6 +49,21 @@ _LANGUAGE_CODE_RE = re.compile(LANGUAGE_CODE_PATTERN)
 # One lock per lazily built resource: loading the Chinese dictionary (1-2 s) must not hold up detection.
 _detector_lock = threading.Lock()
 _jieba_lock = threading.Lock()
+_stemmer_lock = threading.Lock()
+
+# ISO 639-1 codes with a Snowball stemmer (``snowballstemmer.algorithms()``). English is not here: its words keep the
+# light suffix normaliser of ``components.core.text_analysis.normalize_word``, which the English figures rest on.
+SNOWBALL_LANGUAGES = {
+    "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german", "el": "greek", "es": "spanish",
+    "et": "estonian", "eu": "basque", "fa": "persian", "fi": "finnish", "fr": "french", "ga": "irish",
+    "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian", "lt": "lithuanian",
+    "ne": "nepali", "nl": "dutch", "no": "norwegian", "nb": "norwegian", "pl": "polish", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil", "tr": "turkish",
+    "yi": "yiddish",
+}  # fmt: skip
+# Zipf frequency (log10 of occurrences per billion words) at and above which a word counts as not rare at all: the
+# commonest words ("the", "и") are near 7.5. Unknown words have frequency 0, the rarest.
+_COMMON_ZIPF = 8.0
 
 
 def primary_language(value: object) -> str | None:
@@ -110,3 +131,32 @@ def segment_han(run: str) -> list[str]:
     with _jieba_lock:
         jieba = _jieba()
     return [word for word in jieba.lcut(run) if word.strip()]
+
+
+@lru_cache(maxsize=32)
+def _stemmer(language: str) -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer(SNOWBALL_LANGUAGES[language])
+
+
+def stem_word(word: str, language: str | None) -> str | None:
+    """``word`` (lower-cased) reduced to its stem in ``language``; ``None`` when the language has no stemmer."""
+    if language not in SNOWBALL_LANGUAGES:
+        return None
+    # A Snowball stemmer keeps its state on the instance while it works: one word at a time.
+    with _stemmer_lock:
+        return _stemmer(language).stemWord(word)
+
+
+@lru_cache(maxsize=65536)
+def word_rarity(word: str, language: str | None) -> float:
+    """
+    How rare ``word`` is in ``language`` (default English), 0-1: ``(8 - Zipf frequency) / 8``, so a word of everyday
+    text ("days", Zipf 5.6) gives 0.30, a specialised one ("bereavement", 2.96) 0.63 and a word the lists do not
+    hold (a name, a typo, an identifier) 1.0. Deterministic: the lists ship inside the ``wordfreq`` package.
+    """
+    from wordfreq import available_languages, zipf_frequency
+
+    language = language if language in available_languages() else "en"
+    return min(1.0, max(0.0, (_COMMON_ZIPF - zipf_frequency(word, language)) / _COMMON_ZIPF))

@@ -254,6 +254,9 @@ class RAGResponse(BaseModel):
     glossary_terms: list[str] = Field(default_factory=list)
     # The server-side conversation the turn was recorded in (docs/contract.md, "Conversations").
     conversation_id: str | None = None
+    # Only with SOURCEBOUND_DEBUG_REMOVED_SENTENCES (docs/contract.md, "Answers"): the LLM answer's sentences the
+    # verifier removed (uncited or unsupported by the chunk they cite), with the reason and support score.
+    removed_sentences: list[dict[str, Any]] | None = None
     # The query-log row of this answer, for ``POST /feedback`` (docs/contract.md, "Feedback and knowledge gaps").
     query_id: str | None = None
 
@@ -261,13 +264,13 @@ class RAGResponse(BaseModel):
     def _drop_unset_draft(self, handler):  # unannotated: the schema stays the fields' schema
         # Every serialisation (ours, FastAPI's response model) shows these fields only when they are set.
         data = handler(self)
-        for name in ("ungrounded_draft", "conversation_id", "query_id"):
+        for name in ("ungrounded_draft", "conversation_id", "removed_sentences", "query_id"):
             if getattr(self, name) is None:
                 data.pop(name, None)
         return data
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready dict; ``ungrounded_draft``, ``conversation_id`` and ``query_id`` appear only when set."""
+        """The JSON-ready dict; the optional fields (draft, conversation, removed sentences, query id) when set."""
         return self.model_dump(mode="json")
 
 
@@ -309,6 +312,8 @@ class SearchResponse(BaseModel):
     tokens_used: int = Field(ge=0)
     search_mode: SearchMode
     metadata: SearchMetadata
+    # Why ``results`` is empty (nothing visible matched, or nothing reached RAG_SEARCH_MIN_SIMILARITY); null otherwise.
+    empty_reason: str | None = None
     # The query-log row of this search, set by the server (docs/contract.md, "Feedback and knowledge gaps").
     query_id: str | None = None
 

@@ -7,7 +7,8 @@ Text helpers shared by the query components, so each rule lives in one place:
   digits of any alphabet form words; a run of Han characters (written without spaces) is cut into words by a
   dictionary segmenter. ASCII text is tokenised by the original ASCII pattern, so English tokens are exactly
   what they were. A light, deterministic English suffix normaliser (``policies`` -> ``policy``, ``days`` ->
-  ``day``) and an English stopword list (with question fillers such as "name" and "called"), joined by the
+  ``day``), the Snowball stemmer of an inflecting language (``content_words``: Russian, German, ...) and an
+  English stopword list (with question fillers such as "name" and "called"), joined by the
   ``stopwords-iso`` list of the text's language when the text has non-ASCII letters. No model of ours, no
   randomness: the same text always gives the same tokens.
 * Key phrases (for coverage): the text is cut into *runs* of consecutive content
@@ -30,7 +31,7 @@ from typing import Any
 import regex
 from haystack import Document
 
-from components.core.language import detect_language, language_stopwords, segment_han
+from components.core.language import detect_language, language_stopwords, segment_han, stem_word
 from components.core.url_credentials import strip_userinfo
 
 # The specification's citation pattern (v2, "Citation Mapping").
@@ -248,10 +249,24 @@ def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
     return lowered not in stopwords and (lowered.isdigit() or len(lowered) >= 2 or bool(_HAN_RE.match(lowered)))
 
 
-def content_words(text: str) -> list[str]:
-    """Normalised content words of ``text``, in order (duplicates kept)."""
-    stopwords = stopwords_for(text_language(text or ""))
-    return [normalize_word(token) for token in tokens(text) if is_content_word(token, stopwords)]
+def normalize_term(word: str, language: str | None = None) -> str:
+    """
+    ``word`` as the reader compares it: its Snowball stem in a language that inflects words and has a stemmer
+    (``components.core.language.stem_word``), else :func:`normalize_word` (English, Chinese, ...).
+    """
+    return stem_word(word.lower().replace("’", "'"), language) or normalize_word(word)
+
+
+def content_words(text: str, language: str | None = None) -> list[str]:
+    """
+    Normalised content words of ``text``, in order (duplicates kept).
+
+    :param language: The text's language (ISO 639-1), when the caller knows it better than a guess from the text
+        itself (a chunk's ``language``); ``None``: :func:`text_language`.
+    """
+    language = language or text_language(text or "")
+    stopwords = stopwords_for(language)
+    return [normalize_term(token, language) for token in tokens(text) if is_content_word(token, stopwords)]
 
 
 def content_runs(text: str) -> list[list[str]]:
@@ -445,6 +460,16 @@ def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     if not text:
         return 0
     return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
+def truncate_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
+    """The longest start of ``text`` of at most ``max_tokens`` tiktoken tokens (``text`` itself when it fits)."""
+    if max_tokens <= 0:
+        return ""
+    tokens = _encoding(encoding).encode(text or "", disallowed_special=())
+    if len(tokens) <= max_tokens:
+        return text
+    return _encoding(encoding).decode(tokens[:max_tokens])
 
 
 def validate_encoding(encoding: str) -> None:

@@ -56,7 +56,9 @@ class _Bm25Component:
 @component
 class Bm25DocumentEmbedder(_Bm25Component):
     """
-    Sets each document's ``sparse_embedding`` to the BM25 term weights of its ``content``.
+    Sets each document's ``sparse_embedding`` to the BM25 term weights of its ``content``, read after the values of
+    ``meta_fields_to_embed`` (Haystack's embedder convention: a chunk's contextual header, docs/contract.md,
+    "Documents, chunks and SourceIds", makes its document's and section's words part of its keyword side).
 
     Usage:
     ```python
@@ -67,6 +69,43 @@ class Bm25DocumentEmbedder(_Bm25Component):
     assert docs[0].sparse_embedding is not None
     ```
     """
+
+    def __init__(
+        self,
+        bm25_config: dict[str, Any] | None = None,
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+    ) -> None:
+        """
+        :param bm25_config: ``Bm25Config`` options (see ``build_bm25``); the same as the text embedder's.
+        :param meta_fields_to_embed: Meta fields whose values are indexed with the content (absent or empty: none).
+        :param embedding_separator: Joins the meta values and the content.
+        :raises StoreConfigError: If the BM25 options are invalid.
+        :raises ValueError: If ``meta_fields_to_embed`` is not a list of names.
+        """
+        _Bm25Component.__init__(self, bm25_config)  # @component rebuilds the class: no zero-argument super()
+        if meta_fields_to_embed is not None and (
+            not isinstance(meta_fields_to_embed, list) or not all(isinstance(f, str) for f in meta_fields_to_embed)
+        ):
+            raise ValueError(f"meta_fields_to_embed must be a list of field names, got {meta_fields_to_embed!r}")
+        if not isinstance(embedding_separator, str):
+            raise ValueError(f"embedding_separator must be a string, got {embedding_separator!r}")
+        self.meta_fields_to_embed = list(meta_fields_to_embed or [])
+        self.embedding_separator = embedding_separator
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the component to a dict."""
+        return default_to_dict(
+            self,
+            bm25_config=self.bm25_config,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+        )
+
+    def _text(self, document: Document) -> str:
+        content = require_content(document)
+        meta = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key)]
+        return self.embedding_separator.join([*meta, content])
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
@@ -81,9 +120,7 @@ class Bm25DocumentEmbedder(_Bm25Component):
         if not isinstance(documents, list) or not all(isinstance(doc, Document) for doc in documents):
             raise TypeError("Bm25DocumentEmbedder expects a list of Documents; for a string use Bm25TextEmbedder.")
         embedded = [
-            dataclasses.replace(
-                doc, sparse_embedding=to_sparse_embedding(self._bm25.embed_document(require_content(doc)))
-            )
+            dataclasses.replace(doc, sparse_embedding=to_sparse_embedding(self._bm25.embed_document(self._text(doc))))
             for doc in documents
         ]
         return {"documents": embedded}

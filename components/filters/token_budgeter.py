@@ -42,7 +42,7 @@ from components.core.prompts import (
     validate_rag_templates,
 )
 from components.core.span_tags import documents_in_out, tag_span
-from components.core.text_analysis import count_tokens, validate_encoding
+from components.core.text_analysis import count_tokens, truncate_tokens, validate_encoding
 
 logger = logging.getLogger(__name__)
 
@@ -137,21 +137,41 @@ class TokenBudgeter:
 
     def truncate_history(self, history: list[dict[str, Any]], max_tokens: int) -> tuple[list[dict[str, Any]], int]:
         """
-        Keep the most recent messages within ``max_tokens`` (newest first, stop at the first that does not fit).
+        Keep the most recent messages within ``max_tokens`` (newest first, stop at the first that does not fit),
+        and always the newest user message (docs/contract.md, "Token budget"): its place is reserved first, so a
+        long question is never dropped for the replies around it; when it alone exceeds the budget it is cut to
+        the budget's length (its start kept).
 
         :returns: The kept messages in chronological order, and the tokens of their rendered form.
         """
-        kept: list[dict[str, Any]] = []
+        if not history or max_tokens <= 0:
+            return [], 0
+        newest_user = next((i for i in range(len(history) - 1, -1, -1) if history[i].get("role") == "user"), None)
+        kept: dict[int, dict[str, Any]] = {}
         used = 0
-        for message in reversed(history):
-            tokens = self.count(render_history([message]))
-            # +1 for the line break that joins this message to the next one.
-            cost = tokens + (1 if kept else 0)
+        if newest_user is not None:
+            message = history[newest_user]
+            if self.count(render_history([message])) > max_tokens:
+                prefix = self.count(render_history([{**message, "content": ""}]))
+                content = truncate_tokens(str(message.get("content", "")), max_tokens - prefix, self.encoding)
+                message = {**message, "content": content}
+                # Cutting at a token boundary can re-tokenise one longer: trim until the line fits.
+                while content and self.count(render_history([message])) > max_tokens:
+                    content = truncate_tokens(content, self.count(content) - 1, self.encoding)
+                    message = {**message, "content": content}
+            kept[newest_user] = message
+            used = self.count(render_history([message]))
+        for index in range(len(history) - 1, -1, -1):
+            if index in kept:
+                continue
+            # +1 for the line break that joins this message to the others.
+            cost = self.count(render_history([history[index]])) + 1
             if used + cost > max_tokens:
                 break
-            kept.insert(0, message)
+            kept[index] = history[index]
             used += cost
-        return kept, (self.count(render_history(kept)) if kept else 0)
+        messages = [kept[index] for index in sorted(kept)]
+        return messages, (self.count(render_history(messages)) if messages else 0)
 
     def fit_context(self, documents: list[Document], max_tokens: int) -> tuple[list[Document], int]:
         """

@@ -14,7 +14,10 @@ sentence keeps where it came from in ``meta``:
 * ``block`` / ``block_position``: its block in the chunk (a paragraph, list item or reference entry,
   :func:`components.core.text_analysis.sentence_blocks`) and its place in that block;
 * ``chunk_score``: the chunk's dense similarity (``None`` when it has none);
-* ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors.
+* ``context_header``: the chunk's contextual header (document name, section;
+  :func:`components.core.chunk_context.context_header`);
+* ``tenant_id`` / ``document_id``: the chunk's, the key of its stored sentence vectors;
+* ``language``: the chunk's language (ISO 639-1, detected at indexing), when it has one.
 
 Fragments shorter than ``min_sentence_words`` and ALL-CAPS headings are dropped: they
 are labels, not answers, and embedding them only costs time. At most
@@ -26,6 +29,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from components.core.chunk_context import CONTEXT_HEADER_FIELD, context_header
 from components.core.text_analysis import reading_sentences, source_id_of
 
 
@@ -76,11 +80,16 @@ class ContextSentenceSplitter:
                     "block": block,
                     "block_position": block_position,
                     "chunk_score": document.score,
+                    # Where the chunk belongs (document, section): the reader counts its words as the chunk's.
+                    CONTEXT_HEADER_FIELD: context_header(document.meta or {}),
                 }
                 # Where the indexing pipeline stored this sentence's vector (stores/sentence_vector_cache.py).
                 for field in ("tenant_id", "document_id"):
                     if document.meta.get(field) is not None:
                         meta[field] = document.meta[field]
+                # The chunk's language, detected on the whole chunk: the reader compares words in it.
+                if document.meta.get("language") is not None:
+                    meta["language"] = document.meta["language"]
                 sentences.append(Document(id=f"{source_id}#{position}", content=sentence, meta=meta))
                 if len(sentences) == self.max_sentences:
                     return sentences

@@ -5,7 +5,7 @@
 clamped to 0-100, where
 
 * ``retrieval`` is the mean dense similarity of the context chunks used (0 with
-  no context);
+  no context), the neighbours read around a strong hit (``meta.neighbour_of``) left out;
 * ``coverage`` is the share of the answer's key phrases found in the context.
   Key phrases are content-word n-grams: the answer (SourceId markers stripped) is
   cut into runs of consecutive content words at stopwords and punctuation; a
@@ -32,6 +32,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.span_tags import tag_span
 from components.core.text_analysis import key_phrases, phrase_index, strip_source_ids, words
+from components.retrievers.neighbour_chunk_retriever import NEIGHBOUR_FIELD
 
 
 def coverage_score(answer: str, context: str) -> float:
@@ -137,7 +138,9 @@ class HybridConfidenceScorer:
         :param evidence: A reader's evidence (``support`` 0-1); when given, it is the coverage part.
         :returns: ``confidence``: ``{overall, retrieval_score, coverage_score, llm_score}``.
         """
-        scores = [min(1.0, max(0.0, doc.score if doc.score is not None else 0.0)) for doc in documents]
+        # Retrieved chunks only: a neighbour read for a strong hit (small-to-big) was not found by the question.
+        retrieved = [doc for doc in documents if not (doc.meta or {}).get(NEIGHBOUR_FIELD)] or documents
+        scores = [min(1.0, max(0.0, doc.score if doc.score is not None else 0.0)) for doc in retrieved]
         retrieval = sum(scores) / len(scores) if scores else 0.0
         support = self.evidence_support(evidence)
         if support is not None:

@@ -180,3 +180,23 @@ def corpus_sources(documents: Iterable[CorpusDocument]) -> tuple[list[Any], list
         else:
             texts.append({"content": document.content, **meta})
     return streams, texts
+
+
+def stale_documents(store: Any, documents: Iterable[CorpusDocument], index_format: str | None) -> list[CorpusDocument]:
+    """
+    The corpus documents the store holds in another index format than ``index_format`` (their chunk 0's
+    ``meta.index_format``; docs/operations.md, "Re-indexing after an index-format change"). Documents the store
+    does not hold are not listed: a deleted document is never brought back. ``[]`` when ``index_format`` is None.
+    """
+    from components.core.document_identity import tenant_document_filter
+
+    if index_format is None:
+        return []
+    stale = []
+    for document in documents:
+        first_chunk = tenant_document_filter(document.tenant_id, document.document_id)
+        first_chunk["conditions"].append({"field": "meta.chunk_index", "operator": "==", "value": 0})
+        stored = store.filter_documents(first_chunk)
+        if stored and (stored[0].meta or {}).get("index_format") != index_format:
+            stale.append(document)
+    return stale

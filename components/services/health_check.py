@@ -2,9 +2,10 @@
 The service's health (``GET /health``, docs/api.md): the store, the embedder and the generator, read off the
 loaded pipelines.
 
-``status`` is ``unhealthy`` when the store fails, ``degraded`` when the LLM is unreachable (search still works),
-else ``healthy``. The generator is probed at most every 2 s: probes may come every second from several load
-balancers.
+``status`` is ``unhealthy`` when the store fails, ``degraded`` when the LLM is unreachable or the configured chat
+model is not pulled (every ``/rag/run`` would fail; search still works), else ``healthy``. ``ready`` is true only
+when ``healthy`` (the readiness route, ``GET /health/ready``, answers 503 otherwise) and ``reason`` says why not.
+The generator is probed at most every 2 s: probes may come every second from several load balancers.
 
 Usage:
 
@@ -77,15 +78,25 @@ class HealthCheck:
         except Exception as error:
             store_status = {"backend": "unknown", "status": "error", "points": None, "error": str(error)}
         generator = self._generator_status()
+        reason = None
         if store_status["status"] == "error":
-            status = "unhealthy"
+            status, reason = "unhealthy", f"The document store fails: {store_status.get('error')}"
         elif generator.get("reachable") is False:
             status = "degraded"
+            reason = f"The LLM at {generator.get('url')} is unreachable: RAG requests fail (search still works)."
+        elif generator.get("model_available") is False:
+            status = "degraded"
+            reason = (
+                f"The configured chat model {generator.get('model')!r} is not pulled on {generator.get('url')}: every "
+                f"RAG request would fail. Run `ollama pull {generator.get('model')}` or set CHAT_MODEL."
+            )
         else:
             status = "healthy"
         embedder = self._embedder_status()
         return {
             "status": status,
+            "ready": status == "healthy",
+            "reason": reason,
             "version": self.version,
             "auth_mode": self.auth_mode,
             "uptime_s": round(time.time() - self.started_at, 1),

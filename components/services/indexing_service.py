@@ -125,6 +125,12 @@ class IndexingService:
         self._identifier_name, self._identifier = by_type[DocumentIdentifier]
         self._writer_name, writer = by_type[LifecycleDocumentWriter]
         self._detector_name = by_type[DocumentChangeDetector][0] if DocumentChangeDetector in by_type else None
+        # The format the pipeline writes chunks in (docs/operations.md, "Re-indexing after an index-format change").
+        self.index_format: str | None = (
+            getattr(by_type[DocumentChangeDetector][1], "index_format", None)
+            if DocumentChangeDetector in by_type
+            else None
+        )
         self.document_store = writer.document_store
         # Validation reads sources as the pipeline's converters will.
         self._section_levels = {

@@ -59,6 +59,22 @@ class TestAnswers:
             and generator["model"].startswith("llama3.2")
         )
 
+    def test_readiness_needs_the_configured_chat_model(self, server, ollama):
+        # docs/api.md, "GET /health": Ollama answers but the chat model is not pulled -> degraded, not ready (503).
+        time.sleep(2.1)  # past the generator probe's cache
+        assert server.client.get("/health/ready").status_code == 200
+        ollama.models = ["qwen3:8b"]
+        time.sleep(2.1)
+        health = server.client.get("/health")
+        assert health.status_code == 200 and health.json()["status"] == "degraded"
+        assert health.json()["generator"]["model_available"] is False
+        ready = server.client.get("/health/ready")
+        assert ready.status_code == 503 and ready.json()["ready"] is False
+        assert "is not pulled" in ready.json()["reason"] and "ollama pull llama3.2" in ready.json()["reason"]
+        ollama.models = ["llama3.2:latest"]
+        time.sleep(2.1)
+        assert server.client.get("/health/ready").json() == {"ready": True, "status": "healthy", "reason": None}
+
     def test_cited_answer_from_the_llm(self, server, ollama):
         response = rag(server)
         assert response.status_code == 200, response.text

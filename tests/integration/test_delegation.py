@@ -172,7 +172,13 @@ def server(tmp_path_factory):
         name: key_store.register_key(keys_file, tenant_id="acme", tags=["hr"], **grant)[0]
         for name, grant in grants.items()
     }
-    env = {"SOURCEBOUND_AUTH_MODE": "api_key", "SOURCEBOUND_BOOTSTRAP_CORPUS": "false"}
+    # Identity, not relevance, is under test: every visible document must come back, however unrelated to the query
+    # (the search's minimum similarity, docs/contract.md "Retrieval quality controls", is turned off here).
+    env = {
+        "SOURCEBOUND_AUTH_MODE": "api_key",
+        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        "RAG_SEARCH_MIN_SIMILARITY": "-1",
+    }
     with ApiServer(data_dir, env=env) as running:
         documents = [
             {

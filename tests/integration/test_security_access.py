@@ -173,7 +173,13 @@ def build_corpus(rng: random.Random) -> Corpus:
 @pytest.fixture(scope="module", params=ENGINES)
 def server(request, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp(f"access-{request.param}") / "data"
-    env = {"SOURCEBOUND_BOOTSTRAP_CORPUS": "false", **engine_env(request.param, data_dir)}
+    # Completeness under the identity is checked (every visible document comes back): the search's minimum
+    # similarity (docs/contract.md, "Retrieval quality controls") would drop visible but unrelated ones.
+    env = {
+        "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        "RAG_SEARCH_MIN_SIMILARITY": "-1",
+        **engine_env(request.param, data_dir),
+    }
     with ApiServer(data_dir, env=env) as running:
         running.engine = request.param
         yield running
@@ -843,6 +849,7 @@ def key_server(request, tmp_path_factory):
     env = {
         "SOURCEBOUND_AUTH_MODE": "api_key",
         "SOURCEBOUND_BOOTSTRAP_CORPUS": "false",
+        "RAG_SEARCH_MIN_SIMILARITY": "-1",  # completeness is checked, as above
         **engine_env(request.param, data_dir),
     }
     with ApiServer(data_dir, env=env) as running:

@@ -81,14 +81,12 @@ from qdrant_edge import (
     EdgeSparseVectorParams,
     EdgeVectorParams,
     Filter,
-    Fusion,
     KeywordIndexParams,
     Memory,
     Modifier,
     PayloadSchemaType,
     PayloadSelector,
     Point,
-    Prefetch,
     Query,
     QueryBatchRequest,
     QueryRequest,
@@ -851,16 +849,16 @@ class QdrantEdgeDocumentStore:
         report_sources: bool = False,
     ) -> list[Document]:
         """
-        Hybrid search: dense and BM25 candidates fused with Reciprocal Rank Fusion inside the engine.
+        Hybrid search: dense and BM25 candidates fused with Reciprocal Rank Fusion.
 
-        One engine query with two ``Prefetch`` stages (dense, BM25) and ``Fusion.Rrf``; ``filters`` apply to both
-        stages, so no candidate outside them is ever ranked.
+        The two stages (dense, BM25) run as one engine batch, ``filters`` in both, so no candidate outside them is
+        ever ranked; they are fused here with the engine's ``Fusion.Rrf`` arithmetic (``float32`` sums of
+        ``1 / (rrf_k + rank)``, rank from 0, dense first), except that points with equal scores within a stage
+        are ranked by point id: the engine orders them by where they sit in the shard, which a re-index or a
+        segment merge changes (docs/contract.md, "Retrieval"). Only the returned documents' payloads are read.
 
-        With ``report_sources=True`` the two stages run as one engine batch and are fused here, with the
-        engine's own arithmetic (``float32`` sums of ``1 / (rrf_k + rank)``, rank from 0, dense first: the same
-        scores, bit for bit, and the same order), so that each document can say which stages found it:
-        ``meta["retrieved_by"]`` lists ``"vector"`` and/or ``"keyword"``. Same engine work as the fused query;
-        only the returned documents' payloads are read.
+        With ``report_sources=True`` each document also says which stages found it: ``meta["retrieved_by"]``
+        lists ``"vector"`` and/or ``"keyword"``.
 
         :param query: The query text (for BM25).
         :param query_embedding: The query vector (for the dense stage).
@@ -887,30 +885,14 @@ class QdrantEdgeDocumentStore:
         engine_filter = convert_filters(filters)
         # Query words normalised as the indexed text is (docs/contract.md, "Text normalisation").
         sparse = self._bm25.embed_query(normalize_text(query))
-        if report_sources:
-            stages = {HYBRID_SOURCES[0]: Query.Nearest(vector, using=DENSE_VECTOR_NAME)}
-            if sparse.indices:
-                stages[HYBRID_SOURCES[1]] = Query.Nearest(sparse, using=SPARSE_VECTOR_NAME)
-            return self._fuse_with_sources(stages, engine_filter, candidates, limit, rrf_k, return_embedding)
-        prefetches = [
-            Prefetch(limit=candidates, query=Query.Nearest(vector, using=DENSE_VECTOR_NAME), filter=engine_filter)
-        ]
+        stages = {HYBRID_SOURCES[0]: Query.Nearest(vector, using=DENSE_VECTOR_NAME)}
         if sparse.indices:
-            prefetches.append(
-                Prefetch(limit=candidates, query=Query.Nearest(sparse, using=SPARSE_VECTOR_NAME), filter=engine_filter)
-            )
-        request = QueryRequest(
-            limit=limit + TIE_MARGIN,
-            prefetches=prefetches,
-            query=Fusion.Rrf(k=rrf_k),
-            with_payload=True,
-            with_vector=[DENSE_VECTOR_NAME] if return_embedding else False,
-        )
-        return self._run_query(request, limit)
+            stages[HYBRID_SOURCES[1]] = Query.Nearest(sparse, using=SPARSE_VECTOR_NAME)
+        return self._fuse_stages(stages, engine_filter, candidates, limit, rrf_k, return_embedding, report_sources)
 
     # ------------------------------------------------------------------ internals
 
-    def _fuse_with_sources(
+    def _fuse_stages(
         self,
         stages: dict[str, Any],
         engine_filter: Filter | None,
@@ -918,17 +900,19 @@ class QdrantEdgeDocumentStore:
         limit: int,
         rrf_k: int,
         return_embedding: bool,
+        report_sources: bool,
     ) -> list[Document]:
-        """The hybrid query's stages as one batch, RRF-fused here, each document marked with its stages."""
+        """The hybrid query's stages as one batch, RRF-fused here (optionally marking each document's stages)."""
         batch = QueryBatchRequest(
             [
-                QueryRequest(limit=candidates, query=query, filter=engine_filter, with_payload=False)
+                # A few more than the stage keeps, so a run of equal scores at its cut is ordered by id too.
+                QueryRequest(limit=candidates + TIE_MARGIN, query=query, filter=engine_filter, with_payload=False)
                 for query in stages.values()
             ]
         )
         shared = self._shard_state()
         with shared.lock.read():  # the stages and the payloads come from the same state of the shard
-            rankings = shared.shard.query_batch(batch)
+            rankings = [_break_ties(points)[:candidates] for points in shared.shard.query_batch(batch)]
             fused = rrf_fuse(dict(zip(stages, rankings)), rrf_k)[:limit]
             records = shared.shard.retrieve(
                 [point_id for point_id, _, _ in fused],
@@ -939,7 +923,9 @@ class QdrantEdgeDocumentStore:
         documents = []
         for fused_id, score, sources in fused:
             document = record_to_document(by_id[fused_id], score=score)
-            documents.append(evolve(document, meta={**document.meta, "retrieved_by": sources}))
+            if report_sources:
+                document = evolve(document, meta={**document.meta, "retrieved_by": sources})
+            documents.append(document)
         return documents
 
     def _run_query(self, request: QueryRequest, limit: int) -> list[Document]:

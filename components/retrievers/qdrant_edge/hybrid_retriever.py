@@ -14,15 +14,15 @@ from components.retrievers.qdrant_edge.retriever_support import QdrantEdgeRetrie
 @component
 class QdrantEdgeHybridRetriever(QdrantEdgeRetrieverBase):
     """
-    Retrieves documents by fusing a dense and a BM25 search with Reciprocal Rank Fusion, in one engine query.
+    Retrieves documents by fusing a dense and a BM25 search with Reciprocal Rank Fusion (one engine batch).
 
-    Each stage (``Prefetch``) takes ``prefetch_limit`` candidates under the same filters; ``Fusion.Rrf`` ranks the
-    union. Score: the RRF score, sum over both rankings of ``1 / (rrf_k + rank)`` (rank from 0), at most
+    Each stage takes ``prefetch_limit`` candidates under the same filters, equal scores ordered by id; the RRF
+    ranks the union. Score: the RRF score, sum over both rankings of ``1 / (rrf_k + rank)`` (rank from 0), at most
     ``2 / rrf_k``; it orders documents but is no similarity. With ``return_embedding=True`` every returned
     document carries its dense ``embedding``, including documents only the BM25 stage found, so the caller can
     compute each one's cosine similarity to the query. With ``report_sources=True`` each document also says
-    which stages found it (``meta["retrieved_by"]``: ``"vector"``, ``"keyword"``), from a fusion that gives the
-    same documents and scores (see ``QdrantEdgeDocumentStore.hybrid_retrieval``).
+    which stages found it (``meta["retrieved_by"]``: ``"vector"``, ``"keyword"``; see
+    ``QdrantEdgeDocumentStore.hybrid_retrieval``).
 
     Usage:
     ```python

@@ -399,3 +399,23 @@ class TestMetricValue:
     def test_not_run_has_no_value(self):
         value = MetricValue.not_run("why")
         assert not value.ran and value.to_dict()["reason"] == "why"
+
+
+@pytest.mark.unit
+def test_calibration_bins_confidence_against_outcomes():
+    from evaluation.metrics import calibration
+
+    records = [
+        record(answerable=True, action="CITE", answer="27 days", gold_answers=["27 days"], confidence={"overall": 85}),
+        record(answerable=True, action="CITE", answer="wrong", gold_answers=["27 days"], confidence={"overall": 81}),
+        record(answerable=False, action="ROUTE", answer=INSUFFICIENT_INFORMATION_ANSWER, confidence={"overall": 10}),
+        record(answerable=True, action="ROUTE", answer=INSUFFICIENT_INFORMATION_ANSWER, confidence={"overall": 45}),
+        record(answerable=True, error="boom", confidence={"overall": 90}),
+        record(answerable=True, action="CITE", answer="27 days", gold_answers=["27 days"], confidence={"overall": 100}),
+    ]
+    bins = {row["bin"]: row for row in calibration(records)}
+    assert list(bins) == ["0-20", "20-40", "40-60", "60-80", "80-100"]
+    assert bins["80-100"] == {"bin": "80-100", "questions": 3, "answerable": 1.0, "answered_correctly": 0.667}
+    assert bins["0-20"]["answerable"] == 0.0 and bins["0-20"]["answered_correctly"] == 0.0
+    assert bins["40-60"]["answered_correctly"] == 0.0 and bins["20-40"]["questions"] == 0
+    assert bins["20-40"]["answerable"] is None

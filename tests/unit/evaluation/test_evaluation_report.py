@@ -103,6 +103,23 @@ class TestReport:
         assert "ragas Faithfulness (LLM judge): not run: no judge LLM: OLLAMA_BASE_URL is not set" in table
         assert "All thresholds in `evaluation/thresholds.yml` hold." in table
 
+    def test_calibration_and_real_model_lane_sections(self, run):
+        from evaluation.metrics import calibration
+
+        summary, records = run
+        name = next(iter(summary["datasets"]))
+        with_sections = {
+            **summary,
+            "datasets": {name: {**summary["datasets"][name], "calibration": calibration(records[name])}},
+            "real_model_lane": {"status": "not run", "reason": "cyllama is not installed: run `make provision-llm`"},
+        }
+        table = markdown_table(with_sections, {"defaults": {}, "datasets": {}})
+        assert "## Calibration" in table and "| dataset | 0-20 | 20-40 | 40-60 | 60-80 | 80-100 |" in table
+        # The synthetic run answers every answerable question correctly at 70-99 and declines the rest at 10-49.
+        row = next(line for line in table.splitlines() if line.startswith(f"| {name} |") and "n=" in line)
+        assert "| 1.00 / 1.00 (n=" in row and "0.00 / 0.00 (n=" in row
+        assert "## Real-model lane" in table and "Not run: cyllama is not installed" in table
+
     def test_language_table_for_datasets_that_name_a_language(self, run):
         summary, _ = run
         assert "## Languages" not in markdown_table(summary)  # the English sets name no language

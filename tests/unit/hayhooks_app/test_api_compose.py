@@ -169,7 +169,20 @@ class TestServerProfile:
         assert {"field_name": "id", "field_schema": "keyword"} in store["payload_fields_to_index"]
 
     def test_writer_gets_bm25_document_vectors(self):
+        # indexing.yml computes its own BM25 vectors (contextual header + text): the profile keeps that step.
         data = profiles.to_server_profile(yaml.safe_load((profiles.PIPELINES_DIR / "indexing.yml").read_text()))
+        receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
+        assert receivers["writer.documents"] == "bm25.documents"
+        assert data["components"]["bm25"]["type"] == profiles.BM25_DOCUMENTS
+        assert data["components"]["bm25"]["init_parameters"]["meta_fields_to_embed"] == ["context_header"]
+        assert "writer_bm25" not in data["components"]
+
+    def test_a_writer_without_bm25_step_gets_one(self):
+        source = yaml.safe_load((profiles.PIPELINES_DIR / "indexing.yml").read_text())
+        del source["components"]["bm25"]
+        source["connections"] = [c for c in source["connections"] if "bm25" not in (c["sender"] + c["receiver"])]
+        source["connections"].append({"sender": "sentence_vectors.documents", "receiver": "writer.documents"})
+        data = profiles.to_server_profile(source)
         receivers = {c["receiver"]: c["sender"] for c in data["connections"]}
         assert receivers["writer.documents"] == "writer_bm25.documents"
         assert data["components"]["writer_bm25"]["type"] == profiles.BM25_DOCUMENTS

@@ -121,15 +121,16 @@ class TestQueryOllamaPipeline:
         assert "swimming pool" not in response["answer"] and "ungrounded_draft" not in response
         assert "Please ask maria.lopez@acme.example, the owner of 'hr'." in response["answer"]
 
-    def test_reply_without_citations_is_not_grounded_and_routes(self, make_service, ollama_target):
+    def test_reply_without_citations_is_removed_and_routes(self, make_service, ollama_target):
+        # docs/contract.md, "Answers": an uncited sentence is removed; nothing supported left -> decline.
         double = ollama_target.require_double()
         double.reply = "Full-time employees receive 27 days of paid annual leave per calendar year."
         double.rating = "95"
         response = make_service().rag({"query": LEAVE_QUESTION, **ACME_HR})
-        assert response["confidence"]["overall"] >= 60  # well supported, but nothing is cited
         assert response["citations"] == [] and response["grounded"] is False and response["action"] == "ROUTE"
-        assert response["route_to"]["reason"].startswith("Answer cites no context")
+        assert response["confidence"]["coverage_score"] == 0.0
         assert "27 days" not in response["answer"] and response["answer"].startswith(INSUFFICIENT_INFORMATION_ANSWER)
+        assert "removed_sentences" not in response  # a debug field, off by default
 
     def test_citations_outside_the_context_are_dropped(self, make_service, ollama_target):
         double = ollama_target.require_double()
@@ -137,9 +138,32 @@ class TestQueryOllamaPipeline:
             "Employees receive 27 days of paid annual leave. [SourceId: acme-hr-handbook:2] "
             "Globex gives 22 days. [SourceId: globex-employee-handbook:1]"
         )
-        response = make_service().rag({"query": LEAVE_QUESTION, **ACME_HR})
+        response = make_service(SOURCEBOUND_DEBUG_REMOVED_SENTENCES="true").rag({"query": LEAVE_QUESTION, **ACME_HR})
         assert [c["source_id"] for c in response["citations"]] == ["acme-hr-handbook:2"]
-        assert response["grounded"] is False  # the second sentence has no valid citation
+        # The sentence citing a chunk outside the context cites nothing valid: removed, the rest is grounded.
+        assert "Globex" not in response["answer"] and response["grounded"] is True and response["action"] == "CITE"
+        assert [(r["reason"], r["source_ids"]) for r in response["removed_sentences"]] == [("uncited", [])]
+
+    def test_unsupported_sentence_is_removed(self, make_service, ollama_target):
+        double = ollama_target.require_double()
+        double.reply = (
+            "Full-time employees receive 27 days of paid annual leave per calendar year. "
+            "[SourceId: acme-hr-handbook:2] "
+            "Employees may also bring their dogs to the office on Fridays. [SourceId: acme-hr-handbook:2]"
+        )
+        response = make_service(SOURCEBOUND_DEBUG_REMOVED_SENTENCES="true").rag({"query": LEAVE_QUESTION, **ACME_HR})
+        assert "27 days" in response["answer"] and "dogs" not in response["answer"]
+        assert response["action"] == "CITE" and response["grounded"] is True
+        removed = response["removed_sentences"]
+        assert len(removed) == 1 and removed[0]["reason"] == "unsupported" and "dogs" in removed[0]["sentence"]
+        assert removed[0]["support"] < 0.6 and removed[0]["source_ids"] == ["acme-hr-handbook:2"]
+
+    def test_a_number_the_cited_chunk_does_not_hold_is_unsupported(self, make_service, ollama_target):
+        double = ollama_target.require_double()
+        double.reply = "Full-time employees receive 44 days of paid annual leave. [SourceId: acme-hr-handbook:2]"
+        response = make_service(SOURCEBOUND_DEBUG_REMOVED_SENTENCES="true").rag({"query": LEAVE_QUESTION, **ACME_HR})
+        assert response["action"] == "ROUTE" and "44 days" not in response["answer"]
+        assert [r["reason"] for r in response["removed_sentences"]] == ["unsupported"]
 
     def test_unparsable_rating_renormalises(self, make_service, ollama_target):
         double = ollama_target.require_double()

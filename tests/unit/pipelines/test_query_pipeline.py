@@ -368,6 +368,25 @@ class TestSearchPipeline:
         assert 0 < response["tokens_used"] <= 300
         assert response["context"].startswith(f"[SourceId: {response['results'][0]['source_id']}]")
 
+    def test_search_minimum_similarity_and_empty_reason(self, data_dir, service):
+        # docs/contract.md, "Retrieval quality controls": results below RAG_SEARCH_MIN_SIMILARITY are dropped, and
+        # an empty list says why.
+        request = {"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"]}
+        found = service.search(request)
+        assert found["results"] and found["empty_reason"] is None
+        assert all(result["score"] >= 0.1 for result in found["results"])
+        strict = QueryService.from_yaml(
+            rag="query",
+            search="search",
+            env={"SOURCEBOUND_DATA_DIR": str(data_dir), "RAG_SEARCH_MIN_SIMILARITY": "0.99"},
+        )
+        empty = strict.search(request)
+        assert empty["results"] == [] and "minimum similarity of 0.99" in empty["empty_reason"]
+        unseen = service.search({**request, "user_tags": ["nobody-has-this"]})
+        assert (
+            unseen["results"] == [] and unseen["empty_reason"] == "No document this identity may see matches the query."
+        )
+
     def test_search_defaults(self, service):
         response = service.search({"query": "expenses", "tenant_id": "acme", "user_tags": ["finance"]})
         assert response["search_mode"] == "hybrid" and len(response["results"]) == 5

@@ -133,8 +133,12 @@ def test_reader_embeds_sentences_with_the_query_embedders_model(env):
     assert query_model._encoder is sentence_model._encoder
     receivers = {(sender, receiver) for sender, receiver in pipeline.graph.edges()}
     assert {("embedder", "answerer"), ("sentence_embedder", "answerer"), ("answerer", "confidence")} <= receivers
-    # The Ollama pipeline keeps its own answerer and has no reading step.
-    assert "sentence_embedder" not in load_pipeline_dict("query_ollama", env=env)["components"]
+    # The Ollama pipeline keeps its own answerer; its sentence embedder serves the answer verifier, with the same
+    # model as its query embedder (docs/contract.md, "Answers").
+    ollama = load_pipeline_dict("query_ollama", env=env)["components"]
+    assert ollama["answerer"]["type"].endswith("OllamaAnswerer") and "verifier" in ollama
+    assert ollama["sentence_embedder"]["init_parameters"]["model"] == ollama["embedder"]["init_parameters"]["model"]
+    assert ollama["verifier"]["init_parameters"]["model"] == ollama["embedder"]["init_parameters"]["model"]
 
 
 def test_indexing_stores_the_sentences_the_reader_reads(env):

@@ -51,12 +51,26 @@ class TestAnswerAssembler:
     def test_to_dict(self):
         assert AnswerAssembler().to_dict() == {
             "type": "components.builders.answer_assembler.AnswerAssembler",
-            "init_parameters": {"time_decimals": 3, "include_ungrounded_draft": False},
+            "init_parameters": {
+                "time_decimals": 3,
+                "include_ungrounded_draft": False,
+                "include_removed_sentences": False,
+            },
         }
 
     def test_from_dict(self):
         assembler = AnswerAssembler.from_dict(AnswerAssembler(1, include_ungrounded_draft=True).to_dict())
         assert assembler.time_decimals == 1 and assembler.include_ungrounded_draft is True
+
+    def test_removed_sentences_only_when_turned_on(self):
+        removed = [{"sentence": "Dogs are welcome. [SourceId: a:1]", "reason": "unsupported", "support": 0.3}]
+        plain = AnswerAssembler().run(**_inputs(), removed_sentences=removed)["response"]
+        assert "removed_sentences" not in plain
+        shown = AnswerAssembler(include_removed_sentences=True).run(**_inputs(), removed_sentences=removed)["response"]
+        assert shown["removed_sentences"] == removed and RAGResponse.model_validate(shown)
+        assert AnswerAssembler(include_removed_sentences=True).run(**_inputs())["response"]["removed_sentences"] == []
+        with pytest.raises(ValueError, match="SOURCEBOUND_DEBUG_REMOVED_SENTENCES"):
+            AnswerAssembler(include_removed_sentences="yes")
 
     def test_run_builds_a_valid_response(self):
         response = AnswerAssembler().run(**_inputs())["response"]

@@ -58,6 +58,19 @@ class TestSearchResultsBuilder:
         assert response["context"].startswith("[SourceId: doc-0:0]\n[Document: Doc 0]")
         assert response["tokens_used"] == count_tokens(response["context"])
 
+    def test_run_empty_results_say_why(self):
+        builder = SearchResultsBuilder(min_similarity=0.1)
+        assert builder.run(documents=_docs(), search_mode="hybrid")["response"]["empty_reason"] is None
+        below = builder.run(documents=[], search_mode="vector", dropped=4)["response"]
+        assert (
+            below["results"] == []
+            and "None of the 4 retrieved chunks reached the minimum similarity of 0.1" in (below["empty_reason"])
+        )
+        nothing = builder.run(documents=[], search_mode="keyword")["response"]
+        assert nothing["empty_reason"] == "No document this identity may see matches the query."
+        SearchResponse.model_validate(below)
+        assert SearchResultsBuilder.from_dict(builder.to_dict()).min_similarity == 0.1
+
     def test_run_results_link_web_sources(self):
         documents = _docs()
         documents[1].meta["source_uri"] = "http://wiki.example.com/page"

@@ -53,6 +53,24 @@ class TestDocumentChangeDetector:
         same_tags_reordered = DocumentChangeDetector(document_store=store).run(documents=[source("doc", tags=["hr"])])
         assert same_tags_reordered["plan"][0]["status"] == "unchanged"
 
+    def test_run_another_index_format_is_re_indexed(self, store):
+        # docs/operations.md, "Re-indexing after an index-format change": chunks written before contextual headers
+        # (no index_format) or in an older format are re-indexed though their source is unchanged.
+        store.write_documents([stored_chunk("old", 0), stored_chunk("current", 0, index_format="context-header-v1")])
+        detector = DocumentChangeDetector(document_store=store, index_format="context-header-v1")
+        plan = detector.run(documents=[source("old"), source("current")])["plan"]
+        assert [(entry["document_id"], entry["status"]) for entry in plan] == [
+            ("old", "pending"),
+            ("current", "unchanged"),
+        ]
+        # Without an index format the detector compares content and meta only, as before.
+        assert DocumentChangeDetector(document_store=store).run(documents=[source("old")])["plan"][0]["status"] == (
+            "unchanged"
+        )
+        assert roundtrip(detector).index_format == "context-header-v1"
+        with pytest.raises(ValueError, match="index_format"):
+            DocumentChangeDetector(document_store=store, index_format="")
+
     def test_run_flags_do_not_count(self, store):
         store.write_documents([stored_chunk("doc", 0, tainted=True)])
         assert (

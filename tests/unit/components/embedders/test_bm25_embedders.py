@@ -33,12 +33,30 @@ class TestBm25DocumentEmbedder:
     def test_to_dict(self):
         assert Bm25DocumentEmbedder(bm25_config={"avg_len": 120}).to_dict() == {
             "type": "components.embedders.bm25_embedders.Bm25DocumentEmbedder",
-            "init_parameters": {"bm25_config": {"avg_len": 120}},
+            "init_parameters": {
+                "bm25_config": {"avg_len": 120},
+                "meta_fields_to_embed": [],
+                "embedding_separator": "\n",
+            },
         }
 
     def test_from_dict(self):
         embedder = Bm25DocumentEmbedder(bm25_config={"language": "english"})
         assert Bm25DocumentEmbedder.from_dict(embedder.to_dict()).to_dict() == embedder.to_dict()
+
+    def test_run_indexes_meta_fields_with_the_content(self):
+        # A chunk's contextual header makes its document's name part of its keyword side.
+        chunk = Document(content="--force-all turns on every force option.", meta={"context_header": "dpkg(1)"})
+        embedder = Bm25DocumentEmbedder(meta_fields_to_embed=["context_header"])
+        headed = embedder.run(documents=[chunk])["documents"][0].sparse_embedding
+        plain = Bm25DocumentEmbedder().run(documents=[chunk])["documents"][0].sparse_embedding
+        query = Bm25TextEmbedder().run(text="dpkg")["sparse_embedding"]
+        assert set(query.indices) <= set(headed.indices) and not set(query.indices) & set(plain.indices)
+        # An absent or empty field adds nothing.
+        bare = Document(content=chunk.content, meta={"context_header": ""})
+        assert embedder.run(documents=[bare])["documents"][0].sparse_embedding.indices == plain.indices
+        with pytest.raises(ValueError):
+            Bm25DocumentEmbedder(meta_fields_to_embed="context_header")
 
     def test_run_sets_sparse_embeddings(self):
         documents = [Document(content=text, meta={"n": index}) for index, text in enumerate(TEXTS)]

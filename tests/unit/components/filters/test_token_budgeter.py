@@ -80,6 +80,27 @@ class TestTokenBudgeter:
         all_kept = TokenBudgeter().run(query="q", documents=[], chat_history=history)["chat_history"]
         assert all_kept == history
 
+    def test_truncate_history_always_keeps_the_newest_user_message(self):
+        # A long reply after the newest question used to fill the budget first and push the question out.
+        question = {"role": "user", "content": "How many days of leave do part-timers get in their first year?"}
+        reply = {"role": "assistant", "content": "leave " * 200}
+        history = [*_history(4), question, reply]
+        budgeter = TokenBudgeter(max_history_tokens=60)
+        kept, tokens = budgeter.truncate_history(history, 60)
+        assert question in kept and reply not in kept
+        assert tokens == count_tokens(render_history(kept)) <= 60
+        assert kept == sorted(kept, key=history.index)  # chronological order
+
+    def test_truncate_history_cuts_a_newest_user_message_longer_than_the_budget(self):
+        long_question = {"role": "user", "content": "Explain the travel policy " + "in detail " * 100}
+        kept, tokens = TokenBudgeter().truncate_history([*_history(2), long_question], 40)
+        assert len(kept) == 1 and kept[0]["role"] == "user"
+        assert long_question["content"].startswith(kept[0]["content"]) and kept[0]["content"]
+        assert tokens == count_tokens(render_history(kept)) <= 40
+
+    def test_truncate_history_without_budget_keeps_nothing(self):
+        assert TokenBudgeter().truncate_history(_history(2), 0) == ([], 0)
+
     def test_history_budget_is_a_third_of_what_is_available(self):
         budgeter = TokenBudgeter(default_model="tiny", models=TINY, system_prompt_tokens=0)
         out = budgeter.run(query="q", documents=[], chat_history=_history(20))

@@ -6,21 +6,43 @@ YAML's parameters) on a hand-written test set, a few cases per failure mode: neg
 option defaults, lists, answers that span two sentences, and questions the context does not answer.
 """
 
+import json
 from pathlib import Path
 
 import pytest
 from haystack import Document, Pipeline
 
+from components.core.abstention_model import AbstentionModel, AbstentionModelError
 from components.core.errors import ModelUnavailableError
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.generators.sentence_reader import (
+    DEFAULT_ABSTENTION_MODEL,
     SentenceReader,
     answer_type,
     contains_exact,
     exact_terms,
     has_answer_token,
+    model_path,
 )
 from components.services.pipeline_loader import ALLOWED_MODULES, load_pipeline_dict
+
+
+def _model_file(tmp_path: Path, weights: dict[str, float], mean: float = 0.0, threshold: float = 0.5) -> str:
+    """A model file over every reader feature that weighs only ``weights`` (unit scale, ``mean`` for each)."""
+    features = list(AbstentionModel.load(model_path(DEFAULT_ABSTENTION_MODEL)).features)
+    data = {
+        "format": "sourcebound-abstention/1",
+        "version": "test",
+        "features": features,
+        "mean": [mean] * len(features),
+        "scale": [1.0] * len(features),
+        "coefficients": [weights.get(name, 0.0) for name in features],
+        "intercept": 0.0,
+        "threshold": threshold,
+    }
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
 
 
 def _sentence(text: str, vector: list[float], source_id: str = "doc:0", rank: int = 0, position: int = 0) -> Document:
@@ -53,28 +75,30 @@ def _sentences() -> list[Document]:
 class TestSentenceReader:
     def test_init(self):
         reader = SentenceReader()
-        assert reader.max_sentences == 2 and reader.insufficient_answer == INSUFFICIENT_INFORMATION_ANSWER
+        assert reader.max_sentences == 3 and reader.insufficient_answer == INSUFFICIENT_INFORMATION_ANSWER
+        assert reader.threshold == AbstentionModel.load(model_path(DEFAULT_ABSTENTION_MODEL)).threshold
         for bad in (
             {"lexical_weight": -1},
             {"support_at_threshold": 1.0},
             {"max_sentences": 0},
             {"max_answer_chars": 10},
-            {"min_decision_score": "high"},
+            {"decision_threshold": 1.5},
+            {"decision_threshold": "high"},
             {"model_name": ""},
+            {"abstention_model": ""},
         ):
             with pytest.raises(ValueError):
                 SentenceReader(**bad)
 
+    def test_init_names_a_missing_model_file(self, tmp_path):
+        with pytest.raises(AbstentionModelError, match="fit_abstention"):
+            SentenceReader(abstention_model=str(tmp_path / "nowhere.json"))
+
     def test_to_dict(self):
-        params = SentenceReader(min_decision_score=0.6).to_dict()["init_parameters"]
-        assert params["min_decision_score"] == 0.6 and params["model_name"] == "extractive"
-        assert set(params) >= {
-            "lexical_weight",
-            "exact_weight",
-            "margin_weight",
-            "missing_term_penalty",
-            "second_sentence_gap",
-        }
+        params = SentenceReader(decision_threshold=0.6).to_dict()["init_parameters"]
+        assert params["decision_threshold"] == 0.6 and params["model_name"] == "extractive"
+        assert params["abstention_model"] == DEFAULT_ABSTENTION_MODEL
+        assert set(params) >= {"lexical_weight", "exact_weight", "answer_type_weight", "second_sentence_gap"}
 
     def test_from_dict(self):
         reader = SentenceReader.from_dict(SentenceReader(second_sentence_gap=0.1, max_sentences=3).to_dict())
@@ -89,7 +113,7 @@ class TestSentenceReader:
         assert out["answer"] == "Full-time employees receive 27 days of paid annual leave. [SourceId: hr:2]"
         assert out["model_used"] == "extractive" and out["generation_time_ms"] >= 0
         evidence = out["evidence"]
-        assert evidence["answered"] is True and evidence["similarity"] == pytest.approx(1.0)
+        assert evidence["answered"] is True and evidence["features"]["similarity"] == pytest.approx(1.0)
         assert evidence["support"] >= 0.8 and evidence["sentences"] == 3
 
     def test_run_second_sentence_in_document_order(self):
@@ -109,33 +133,62 @@ class TestSentenceReader:
             == 1
         )
 
-    def test_run_declines_below_the_decision_score(self):
-        reader = SentenceReader()
+    def test_run_declines_below_the_decision_threshold(self, tmp_path):
+        # A model that reads only similarity: p = sigmoid(10 * (similarity - 0.5)), answer at p >= 0.5.
+        reader = SentenceReader(abstention_model=_model_file(tmp_path, {"similarity": 10.0}, mean=0.5))
         out = reader.run(query="What is the parking fee?", query_embedding=[0.0, -1.0, 0.0], sentences=_sentences())
         assert out["answer"] == INSUFFICIENT_INFORMATION_ANSWER
-        assert out["evidence"]["answered"] is False and out["evidence"]["support"] < reader.support_at_threshold
+        evidence = out["evidence"]
+        assert evidence["answered"] is False and evidence["support"] < reader.support_at_threshold
+        assert evidence["probability"] < evidence["threshold"] == 0.5
+        answered = reader.run(query="annual leave days", query_embedding=[1.0, 0.0, 0.0], sentences=_sentences())
+        assert answered["evidence"]["answered"] is True and answered["evidence"]["support"] >= 0.8
         empty = reader.run(query="annual leave", query_embedding=[1.0, 0.0, 0.0], sentences=[])
         assert empty["answer"] == INSUFFICIENT_INFORMATION_ANSWER and empty["evidence"]["support"] == 0.0
 
-    def test_run_support_is_monotone_in_the_decision(self):
-        reader = SentenceReader(min_decision_score=0.75, support_at_threshold=0.8)
-        values = [reader.support(decision) for decision in (-0.2, 0.0, 0.3, 0.74, 0.75, 0.9, 1.2, 3.0)]
-        assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
-        assert reader.support(0.75) == pytest.approx(0.8) and reader.support(0.7499) < 0.8
+    def test_decision_threshold_overrides_the_models(self, tmp_path):
+        path = _model_file(tmp_path, {"similarity": 10.0}, mean=0.5)
+        query, vector = "annual leave days", [1.0, 0.0, 0.0]
+        assert SentenceReader(abstention_model=path).run(query=query, query_embedding=vector, sentences=_sentences())[
+            "evidence"
+        ]["answered"]
+        strict = SentenceReader(abstention_model=path, decision_threshold=0.999999)
+        assert strict.threshold == 0.999999
+        assert not strict.run(query=query, query_embedding=vector, sentences=_sentences())["evidence"]["answered"]
 
-    def test_run_missing_exact_term_lowers_the_decision(self):
-        sentences = [_sentence("The --retries option sets how often a download is retried.", [1.0, 0.0, 0.0])]
-        reader = SentenceReader(missing_term_penalty=0.4)
-        known = reader.run(query="What does --retries set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)[
-            "evidence"
+    def test_run_support_is_monotone_in_the_probability(self):
+        reader = SentenceReader(decision_threshold=0.4, support_at_threshold=0.8)
+        values = [reader.support(p) for p in (0.0, 0.1, 0.39, 0.4, 0.41, 0.7, 1.0)]
+        assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
+        assert reader.support(0.4) == pytest.approx(0.8) and reader.support(0.3999) < 0.8
+
+    def test_evidence_features(self):
+        sentences = [
+            _sentence("The --retries option sets how often a download is retried.", [1.0, 0.0, 0.0], "dl:0"),
+            _sentence("Downloads resume after a network failure.", [0.6, 0.8, 0.0], "dl:1", 1),
         ]
-        unknown = reader.run(query="What does --frobnicate set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)[
-            "evidence"
-        ]
-        assert known["missing_terms"] == 0.0 and unknown["missing_terms"] == 1.0
-        # similarity 1 + lexical share + exact-term bonus (known only) - the missing-term penalty (unknown only)
-        assert known["decision"] == pytest.approx(1.0 + 0.2 * known["lexical"] + 0.1)
-        assert unknown["decision"] == pytest.approx(1.0 + 0.2 * unknown["lexical"] - 0.4)
+        reader = SentenceReader()
+        known = reader.run(query="What does --retries set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)
+        unknown = reader.run(query="What does --frobnicate set?", query_embedding=[1.0, 0.0, 0.0], sentences=sentences)
+        k, u = known["evidence"]["features"], unknown["evidence"]["features"]
+        assert set(k) == set(AbstentionModel.load(model_path(DEFAULT_ABSTENTION_MODEL)).features)
+        assert k["missing_exact"] == 0.0 and u["missing_exact"] == 1.0
+        assert k["missing_exact_in_answer"] == 0.0 and u["missing_exact_in_answer"] == 1.0
+        assert k["similarity"] == pytest.approx(1.0) and k["retrieval"] == 0.0  # no chunk_score in these sentences
+        assert k["agreement"] == 1.0  # the nearest sentence also holds most of the query's terms
+        assert known["evidence"]["probability"] > unknown["evidence"]["probability"]
+
+    def test_missing_terms_count_the_chunk_header_as_the_chunks_own(self):
+        # "dpkg" is only in the chunk's contextual header (its document's name), not in its text.
+        sentence = _sentence("--force-all turns on every force option.", [1.0, 0.0, 0.0], "dpkg-1:4")
+        with_header = Document(
+            content=sentence.content, embedding=sentence.embedding, meta={**sentence.meta, "context_header": "dpkg(1)"}
+        )
+        reader = SentenceReader()
+        query = "What does --force-all do in dpkg?"
+        plain = reader.run(query=query, query_embedding=[1.0, 0.0, 0.0], sentences=[sentence])["evidence"]["features"]
+        headed = reader.run(query=query, query_embedding=[1.0, 0.0, 0.0], sentences=[with_header])["evidence"]
+        assert headed["features"]["missing_in_chunk"] < plain["missing_in_chunk"]
 
     def test_run_is_deterministic(self):
         reader = SentenceReader()
@@ -258,9 +311,16 @@ def reading_step(tmp_path_factory) -> Pipeline:
     return pipeline
 
 
-def _read(pipeline: Pipeline, query: str, *chunks: str) -> dict:
+def _read(pipeline: Pipeline, query: str, *chunks: str, document_name: str | None = None) -> dict:
+    # ``document_name``: what the chunk's contextual header names (docs/contract.md, "Documents, chunks and SourceIds").
+    named = {"document_name": document_name} if document_name else {}
     documents = [
-        Document(id=f"doc-{index}:0", content=text, score=0.6, meta={"document_id": f"doc-{index}", "chunk_index": 0})
+        Document(
+            id=f"doc-{index}:0",
+            content=text,
+            score=0.6,
+            meta={"document_id": f"doc-{index}", "chunk_index": 0, **named},
+        )
         for index, text in enumerate(chunks)
     ]
     result = pipeline.run(
@@ -331,7 +391,9 @@ class TestSentenceReaderFailureModes:
 
     def test_run_manual_entry_value(self, reading_step):
         # The value is the last sentence of the entry whose first sentence the question paraphrases.
-        out = _read(reading_step, "How long does logind hold off reacting to the lid after boot, by default?", LOGIND)
+        # As indexed, the entry's chunk is headed by its page's name: the question's "logind" is the page's word.
+        query = "How long does logind hold off reacting to the lid after boot, by default?"
+        out = _read(reading_step, query, LOGIND, document_name="logind.conf(5)")
         assert "Defaults to 30s." in out["answer"] and "hold off" in out["answer"], out
 
     def test_run_manual_entry_option_name(self, reading_step):
@@ -343,7 +405,9 @@ class TestSentenceReaderFailureModes:
         assert "two external monitors and a noise-cancelling headset" in out["answer"]
 
     def test_run_two_sentence_answer(self, reading_step):
-        out = _read(reading_step, "When was the Atlas service launched and when was it moved to Frankfurt?", ATLAS)
+        # Beside the passage, the other chunks retrieval delivers: the lead over them says the passage is on topic.
+        query = "When was the Atlas service launched and when was it moved to Frankfurt?"
+        out = _read(reading_step, query, ATLAS, HANDBOOK, TIERS)
         assert (
             "launched in 2019" in out["answer"] and "In 2022 it was moved to the Frankfurt data centre" in out["answer"]
         )
@@ -400,7 +464,7 @@ class TestSentenceReaderLanguageRules:
         query = "邮箱密码长度不得少于多少个字符？"
         answer, evidence = SentenceReader().read(query, [1.0, 0.0, 0.0], sentences)
         assert answer.startswith("公司邮箱密码长度") and evidence["answered"]
-        assert evidence["similarity"] == evidence["lexical"] > 0.5
+        assert evidence["features"]["similarity"] == evidence["features"]["lexical"] > 0.5
         # Configured to trust the embedding model for Chinese, the reader follows the vectors.
         answer, _ = SentenceReader(lexical_only_languages=[]).read(query, [1.0, 0.0, 0.0], sentences)
         assert answer.startswith("员工食堂")

@@ -64,6 +64,20 @@ class TestContextSentenceSplitter:
             [(0, 1), (0, 2)],
         )
 
+    def test_run_records_the_chunks_contextual_header(self):
+        chunks = [
+            Document(
+                id="dpkg-1:4", content="--force-all turns on every force option.", meta={"document_name": "dpkg(1)"}
+            ),
+            Document(
+                id="hr:2",
+                content="Full-time employees receive 27 days of leave.",
+                meta={"document_name": "Handbook", "context_header": "Handbook › Leave"},
+            ),
+        ]
+        sentences = ContextSentenceSplitter().run(documents=chunks)["sentences"]
+        assert [s.meta["context_header"] for s in sentences] == ["dpkg(1)", "Handbook › Leave"]
+
     def test_run_marks_reference_entries_as_blocks(self):
         entry = (
             "use-vc\n    Sets RES_USEVC. This option forces TCP.\n\nno-reload\n    Disables automatic reloading now."

@@ -95,6 +95,19 @@ class TestHybridConfidenceScorer:
         )
         assert with_llm["confidence"]["overall"] == 69  # 18 + 36 + 15: the 30/40/30 contract is unchanged
 
+    def test_run_retrieval_counts_only_retrieved_chunks(self):
+        # A neighbour read around a strong hit (small-to-big) was not found by the question: it does not lower
+        # the retrieval part (docs/contract.md, "Confidence and routing").
+        documents = _docs(0.6)
+        neighbour = Document(id="hr:3", content="More leave rules.", score=0.1, meta={"neighbour_of": "hr:2"})
+        with_neighbour = HybridConfidenceScorer().run(
+            answer="x", documents=[*documents, neighbour], context=CONTEXT, evidence={"support": 0.9}
+        )["confidence"]
+        alone = HybridConfidenceScorer().run(
+            answer="x", documents=documents, context=CONTEXT, evidence={"support": 0.9}
+        )
+        assert with_neighbour == alone["confidence"] and with_neighbour["retrieval_score"] == 0.6
+
     def test_run_evidence_without_context_or_support(self):
         scorer = HybridConfidenceScorer()
         out = scorer.run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=[], context="", evidence={"support": 0.7})

@@ -12,17 +12,28 @@ NAMES = {"indexing": "indexing", "search": "search", "rag": "query", "enrich": "
 
 
 class Queries:
-    def __init__(self, reachable: bool) -> None:
+    def __init__(self, reachable: bool, model_available: bool | None = None) -> None:
         self.reachable = reachable
+        self.model_available = model_available
         self.probes = 0
 
     def health(self):
         self.probes += 1
-        return {"generator": {"backend": "ollama", "model": "qwen3:8b", "reachable": self.reachable}}
+        generator = {
+            "backend": "ollama",
+            "model": "qwen3:8b",
+            "url": "http://ollama:11434",
+            "reachable": self.reachable,
+        }
+        if self.model_available is not None:
+            generator["model_available"] = self.model_available
+        return {"generator": generator}
 
 
-def resources(store, reachable=True, search=None):
-    return SimpleNamespace(store=store, queries=Queries(reachable), pipeline=lambda kind: search or Pipeline())
+def resources(store, reachable=True, search=None, model_available=None):
+    return SimpleNamespace(
+        store=store, queries=Queries(reachable, model_available), pipeline=lambda kind: search or Pipeline()
+    )
 
 
 class BrokenStore:
@@ -36,10 +47,11 @@ class TestHealthCheck:
         check = HealthCheck(resources(store), version="1.2.3", auth_mode="api_key", pipeline_names=NAMES, started_at=0)
         report = check.report()
         assert list(report) == [
-            "status", "version", "auth_mode", "uptime_s", "store", "embedder", "generator", "pipelines",
-            "rag_ok", "rag_details", "index_metrics",
+            "status", "ready", "reason", "version", "auth_mode", "uptime_s", "store", "embedder", "generator",
+            "pipelines", "rag_ok", "rag_details", "index_metrics",
         ]  # fmt: skip
         assert (report["status"], report["version"], report["auth_mode"]) == ("healthy", "1.2.3", "api_key")
+        assert report["ready"] is True and report["reason"] is None
         assert report["store"]["backend"] == "qdrant-edge" and report["store"]["status"] == "ok"
         assert report["embedder"] == {"model": None, "loaded": False}  # no text embedder in that search pipeline
         assert report["pipelines"] == NAMES and report["uptime_s"] > 0
@@ -67,6 +79,18 @@ class TestHealthCheck:
         assert report["store"] == {
             "backend": "unknown", "status": "error", "points": None, "error": "shard locked by another process"
         }  # fmt: skip
+
+    def test_a_chat_model_that_is_not_pulled_degrades_and_is_not_ready(self, store):
+        # Ollama answers, but the configured model is missing: every /rag/run would fail with 503.
+        report = HealthCheck(
+            resources(store, model_available=False), version="v", auth_mode="trusted", pipeline_names=NAMES
+        ).report()
+        assert report["status"] == "degraded" and report["ready"] is False
+        assert "'qwen3:8b' is not pulled" in report["reason"] and "ollama pull qwen3:8b" in report["reason"]
+        pulled = HealthCheck(
+            resources(store, model_available=True), version="v", auth_mode="trusted", pipeline_names=NAMES
+        )
+        assert pulled.report()["status"] == "healthy" and pulled.report()["ready"] is True
 
     def test_the_generator_is_probed_at_most_every_two_seconds(self, store):
         parts = resources(store)

@@ -4,6 +4,7 @@ import asyncio
 import math
 import random
 
+import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.types import FilterPolicy
@@ -299,23 +300,38 @@ class TestQdrantEdgeHybridRetriever:
         stop_words = retriever.run(query="the of and", query_embedding=QUERY_VECTOR, filters=ACME)["documents"]
         assert [(doc.id, doc.meta["retrieved_by"]) for doc in stop_words] == [("acme-pw:0", ["vector"])]
 
-    def test_run_report_sources_gives_the_engines_fusion(self, tmp_path):
-        # Many candidates with tied ranks: the fusion done here must equal the engine's, bit for bit and in order.
-        rng = random.Random(7)
+    @staticmethod
+    def _tied_chunks(seed: int) -> list[Document]:
+        rng = random.Random(seed)
         words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
-        chunks = [
+        return [
             Document(id=f"doc-{index}", content=" ".join(rng.choices(words, k=rng.randint(3, 12))),
                      embedding=[rng.uniform(-1, 1) for _ in range(4)],
                      meta={"tenant_id": rng.choice(["acme", "globex"]), "tags": ["it"]})
             for index in range(300)
         ]  # fmt: skip
+
+    def test_run_fuses_the_stages_with_the_engines_arithmetic(self, tmp_path):
+        # Many candidates with tied BM25 scores: both paths give the RRF of the two stage rankings (each stage's
+        # ties ordered by id, as the stage retrievals order them), float32 sums, dense first.
+        rng = random.Random(7)
+        words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
         many = QdrantEdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=4)
         try:
-            many.write_documents(chunks)
+            many.write_documents(self._tied_chunks(7))
             for top_k, prefetch in ((5, None), (10, 15), (40, 25)):
-                for trial in range(15):
+                candidates = prefetch or max(4 * top_k, 40)
+                for _ in range(15):
                     query = " ".join(rng.choices(words, k=rng.randint(1, 3)))
                     vector = [rng.uniform(-1, 1) for _ in range(4)]
+                    dense = many.embedding_retrieval(query_embedding=vector, filters=ACME, top_k=candidates)
+                    keyword = many.bm25_retrieval(query=query, filters=ACME, top_k=candidates)
+                    expected: dict[str, np.float32] = {}
+                    for ranking in (dense, keyword):
+                        for rank, doc in enumerate(ranking):
+                            expected[doc.id] = expected.get(doc.id, np.float32(0)) + np.float32(1) / np.float32(
+                                60 + rank
+                            )
                     engine, reporting = (
                         QdrantEdgeHybridRetriever(document_store=many, top_k=top_k, prefetch_limit=prefetch,
                                                   return_embedding=True, report_sources=report).run(
@@ -325,9 +341,35 @@ class TestQdrantEdgeHybridRetriever:
                     assert [(doc.id, doc.score, doc.embedding, doc.content) for doc in reporting] == [
                         (doc.id, doc.score, doc.embedding, doc.content) for doc in engine
                     ]
+                    best = sorted(expected.values(), reverse=True)[:top_k]
+                    assert [doc.score for doc in engine] == [float(score) for score in best]
+                    assert all(float(expected[doc.id]) == doc.score for doc in engine)
                     assert all(doc.meta["retrieved_by"] and doc.meta["tenant_id"] == "acme" for doc in reporting)
+                    assert all("retrieved_by" not in doc.meta for doc in engine)
         finally:
             many.close()
+
+    def test_run_same_results_whatever_the_write_order(self, tmp_path):
+        # The engine orders equal stage scores by where points sit in the shard; a re-index must not change results.
+        chunks = self._tied_chunks(11)
+        stores = [QdrantEdgeDocumentStore(path=str(tmp_path / name), embedding_dim=4) for name in ("a", "b")]
+        try:
+            stores[0].write_documents(chunks)
+            for start in range(len(chunks), 0, -50):  # reversed, in several writes
+                stores[1].write_documents(list(reversed(chunks[max(0, start - 50) : start])))
+            rng = random.Random(3)
+            for _ in range(20):
+                query = " ".join(rng.choices(["alpha", "beta", "gamma", "delta"], k=rng.randint(1, 2)))
+                vector = [rng.uniform(-1, 1) for _ in range(4)]
+                results = [
+                    [(doc.id, doc.score) for doc in QdrantEdgeHybridRetriever(document_store=store, top_k=10).run(
+                        query=query, query_embedding=vector, filters=ACME)["documents"]]
+                    for store in stores
+                ]  # fmt: skip
+                assert results[0] == results[1]
+        finally:
+            for store in stores:
+                store.close()
 
     def test_run_return_embedding_per_run(self, store):
         retriever = QdrantEdgeHybridRetriever(document_store=store, top_k=2)
