@@ -19,33 +19,26 @@ feedback.recent("acme")  # newest first
 ```
 """
 
-import os
 import time
 from typing import Any
 
 import sqlalchemy as sa
 
-from components.stores.state import StateDatabase, open_state
+from components.stores.erasable_table import ErasableTable
 
 RATINGS = ("up", "down")
 MAX_COMMENT_CHARS = 2000
 _COLUMNS = ("query_id", "tenant_id", "user_id", "key_id", "tag", "action", "rating", "comment")
 
 
-class FeedbackStore:
+class FeedbackStore(ErasableTable):
     """
     The ``feedback`` table of the records database.
 
     :param database: The records database (:attr:`components.stores.record_store.RecordStore.database`).
     """
 
-    def __init__(self, database: StateDatabase) -> None:
-        self.database = database
-
-    @classmethod
-    def open(cls, path: str | os.PathLike, database_url: str | None = None) -> "FeedbackStore":
-        """The store on ``path`` (the records SQLite file) or on the shared database."""
-        return cls(open_state("records", path, database_url))
+    table = "feedback"
 
     def record(
         self,
@@ -118,28 +111,3 @@ class FeedbackStore:
             for tag, rating, number in connection.execute(statement, {"tenant_id": tenant_id, "since": since}):
                 counts.setdefault(tag, dict.fromkeys(RATINGS, 0))[rating] = int(number)
         return counts
-
-    def erase_tenant(self, tenant_id: str) -> int:
-        """Remove every feedback row of a tenant; returns how many."""
-        return self._delete("DELETE FROM feedback WHERE tenant_id = :tenant_id", {"tenant_id": tenant_id})
-
-    def erase_user(self, user_id: str, tenant_id: str | None = None) -> int:
-        """Remove a user's feedback (in one tenant, or all); returns how many."""
-        sql, params = "DELETE FROM feedback WHERE user_id = :user_id", {"user_id": user_id}
-        if tenant_id is not None:
-            sql, params = sql + " AND tenant_id = :tenant_id", {**params, "tenant_id": tenant_id}
-        return self._delete(sql, params)
-
-    def prune(self, retention_days: int, now: float | None = None) -> int:
-        """Remove feedback older than ``retention_days`` (0 keeps everything); returns how many."""
-        if retention_days <= 0:
-            return 0
-        cutoff = (now if now is not None else time.time()) - retention_days * 86400
-        return self._delete("DELETE FROM feedback WHERE created_at < :cutoff", {"cutoff": cutoff})
-
-    def _delete(self, sql: str, params: dict[str, Any]) -> int:
-        with self.database.begin(immediate=True) as connection:
-            removed = connection.execute(sa.text(sql), params).rowcount
-        if removed:
-            self.database.checkpoint()  # erased comments leave the WAL too (docs/contract.md, "Deletion")
-        return removed

@@ -22,32 +22,25 @@ kept.questions("acme")  # newest first
 ```
 """
 
-import os
 import time
 from typing import Any
 
 import sqlalchemy as sa
 
-from components.stores.state import StateDatabase, open_state
+from components.stores.erasable_table import ErasableTable
 
 KINDS = ("declined", "routed", "thumbs_down")
 _COLUMNS = ("query_id", "tenant_id", "user_id", "endpoint", "kind", "tag", "question", "reason")
 
 
-class KeptQuestionStore:
+class KeptQuestionStore(ErasableTable):
     """
     The ``kept_questions`` table of the records database.
 
     :param database: The records database (:attr:`components.stores.record_store.RecordStore.database`).
     """
 
-    def __init__(self, database: StateDatabase) -> None:
-        self.database = database
-
-    @classmethod
-    def open(cls, path: str | os.PathLike, database_url: str | None = None) -> "KeptQuestionStore":
-        """The store on ``path`` (the records SQLite file) or on the shared database."""
-        return cls(open_state("records", path, database_url))
+    table = "kept_questions"
 
     def keep(
         self,
@@ -96,28 +89,3 @@ class KeptQuestionStore:
                 {"tenant_id": tenant_id, "limit": limit},
             ).mappings()
             return [dict(row) for row in rows]
-
-    def erase_tenant(self, tenant_id: str) -> int:
-        """Remove every kept question of a tenant; returns how many."""
-        return self._delete("DELETE FROM kept_questions WHERE tenant_id = :tenant_id", {"tenant_id": tenant_id})
-
-    def erase_user(self, user_id: str, tenant_id: str | None = None) -> int:
-        """Remove a user's kept questions (in one tenant, or all); returns how many."""
-        sql, params = "DELETE FROM kept_questions WHERE user_id = :user_id", {"user_id": user_id}
-        if tenant_id is not None:
-            sql, params = sql + " AND tenant_id = :tenant_id", {**params, "tenant_id": tenant_id}
-        return self._delete(sql, params)
-
-    def prune(self, retention_days: int, now: float | None = None) -> int:
-        """Remove questions kept longer than ``retention_days`` (0 keeps them); returns how many."""
-        if retention_days <= 0:
-            return 0
-        cutoff = (now if now is not None else time.time()) - retention_days * 86400
-        return self._delete("DELETE FROM kept_questions WHERE created_at < :cutoff", {"cutoff": cutoff})
-
-    def _delete(self, sql: str, params: dict[str, Any]) -> int:
-        with self.database.begin(immediate=True) as connection:
-            removed = connection.execute(sa.text(sql), params).rowcount
-        if removed:
-            self.database.checkpoint()  # erased text leaves the WAL too (docs/contract.md, "Deletion")
-        return removed

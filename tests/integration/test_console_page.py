@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "tests" / "results" / "console"
-ROUTED = "How do I request parental leave extension beyond the statutory period?"
+ROUTED = "How much bereavement leave do employees get?"
 MEAL = "What is the daily meal per diem when travelling for business within the Netherlands?"
 MARKUP_QUESTION = 'Is the <img src=x onerror="window.__xss = 1"> badge policy for the zeppelin hangar written down?'
 GLOSSARY = "term,aliases,definition\nPeoplebase,HR portal|HRIS,The HR system\n"

@@ -16,7 +16,7 @@ from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROUTED = "How do I request parental leave extension beyond the statutory period?"  # hr: routed to maria
+ROUTED = "How much bereavement leave do employees get?"  # hr: routed to maria
 MEAL = "What is the daily meal per diem when travelling for business within the Netherlands?"  # finance: cited
 ACME_HR = {"tenant_id": "acme", "user_tags": ["hr"]}
 ACME_FINANCE = {"tenant_id": "acme", "user_tags": ["finance"]}

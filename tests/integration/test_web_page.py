@@ -22,7 +22,7 @@ CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "tests" / "results" / "web"
 MEAL = "What is the daily meal per diem when travelling for business within the Netherlands?"
 # With only the hr tag, this finds weak hr context: routed to the hr tag's owner (examples/sample_corpus/directory.yml).
-ROUTED = "How do I request parental leave extension beyond the statutory period?"
+ROUTED = "How much bereavement leave do employees get?"
 SECRET = "ZEBRA-9931"
 SECRET_DOC = f"Vault procedures\n\nThe Globex vault passphrase is {SECRET} and it rotates every quarter.\n"
 QUOKKA_DOC = "Quokka garden\n\nThe quokka garden on the roof opens at 07:30 on weekdays and closes at 18:00.\n"
