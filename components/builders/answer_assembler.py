@@ -124,6 +124,7 @@ class AnswerAssembler:
         route_to: dict[str, Any] | None = None,
         glossary_terms: list[str] | None = None,
         removed_sentences: list[dict[str, Any]] | None = None,
+        draft: str | None = None,
     ) -> dict[str, Any]:
         """
         :param answer: The answerer's text (the draft; replaced by a decline on ROUTE).
@@ -139,11 +140,13 @@ class AnswerAssembler:
         :param glossary_terms: Glossary terms the query expander matched (reported in the response).
         :param removed_sentences: The answer verifier's removed sentences (shown only with
             ``include_removed_sentences``).
+        :param draft: The model's text before a verifier removed sentences (the ``ungrounded_draft`` shown on
+            ROUTE); ``None``: ``answer`` is the draft.
         :returns: ``response``: the ``RAGResponse`` as a JSON-ready dict.
         """
-        draft = None
+        shown_draft = None
         if action == "ROUTE":
-            draft = answer if self.include_ungrounded_draft else None
+            shown_draft = (answer if draft is None else draft) if self.include_ungrounded_draft else None
             answer = decline_text(route_to, documents)
         response = RAGResponse(
             answer=answer,
@@ -156,7 +159,7 @@ class AnswerAssembler:
             context_tokens_used=context_tokens_used,
             generation_time_ms=round(float(generation_time_ms), self.time_decimals),
             grounded=grounded,
-            ungrounded_draft=draft,
+            ungrounded_draft=shown_draft,
             glossary_terms=list(glossary_terms or []),
             removed_sentences=list(removed_sentences or []) if self.include_removed_sentences else None,
         )

@@ -140,6 +140,16 @@ class TestRoutedAnswerIsADecline:
         )["response"]
         assert response["ungrounded_draft"] == HALLUCINATED and "90 days" not in response["answer"]
 
+    def test_run_route_draft_is_the_models_text_before_verification(self):
+        # A verifier that removed every sentence hands on a decline; the debug draft is still the model's own text.
+        response = AnswerAssembler(include_ungrounded_draft=True).run(
+            **_inputs(
+                answer=INSUFFICIENT_INFORMATION_ANSWER, draft=HALLUCINATED, action="ROUTE", grounded=False,
+                route_to=ROUTE_TO, documents=CONTEXT, citations=[],
+            )
+        )["response"]  # fmt: skip
+        assert response["ungrounded_draft"] == HALLUCINATED and "90 days" not in response["answer"]
+
     def test_run_cite_never_carries_a_draft_field(self):
         response = AnswerAssembler(include_ungrounded_draft=True).run(**_inputs())["response"]
         assert "ungrounded_draft" not in response and response["answer"] == "27 days. [SourceId: hr:2]"
