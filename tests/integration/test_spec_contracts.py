@@ -191,8 +191,11 @@ class TestDatsTrusted:
             moded = http.post("/api/v1/query", json={**example, "search_mode": mode}).json()
             assert moded["search_mode"] == mode and [s["artifact_id"] for s in moded["sources"]] == ["art-789"]
         # A small budget keeps the context within it.
-        small = http.post("/api/v1/query", json={"query": "timesheet submit approval", "max_tokens": 100}).json()
-        assert 0 < small["tokens_used"] <= 100
+        # (A question the indexed code answers: an unrelated one finds nothing above the minimum similarity.)
+        small = http.post(
+            "/api/v1/query", json={"query": "How to implement fibonacci in Python?", "max_tokens": 100}
+        ).json()
+        assert 0 < small["tokens_used"] <= 100, {k: v for k, v in small.items() if k != "context"}
 
     def test_batch_invalidation_finds_artifacts_whatever_their_document_id(self, trusted):
         http = trusted.client
