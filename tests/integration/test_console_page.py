@@ -7,20 +7,19 @@ key without the ``admin`` permission sees the refusal.
 Every step leaves a screenshot in ``tests/results/console/`` (git-ignored); docs/images/ holds copies of some.
 """
 
-import os
 from pathlib import Path
 
 import pytest
 import yaml
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from support.api_server import REPO, ApiServer
+from support.chromium import launch_chromium
 from support.git_repos import GitRepo
 
 from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "tests" / "results" / "console"
 ROUTED = "How much bereavement leave do employees get?"
 MEAL = "What is the daily meal per diem when travelling for business within the Netherlands?"
@@ -74,13 +73,8 @@ def console_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make provision-browser` (apt-get install chromium).")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    with launch_chromium(SCREENSHOTS) as launched:
         yield launched
-        launched.close()
 
 
 class Console:

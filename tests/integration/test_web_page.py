@@ -6,19 +6,18 @@ the real server (one per module) on the bundled sample corpus.
 Every step leaves a screenshot in ``tests/results/web/`` (git-ignored), named after the test and step.
 """
 
-import os
 from pathlib import Path
 
 import pytest
 import yaml
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from support.api_server import REPO, ApiServer
+from support.chromium import launch_chromium
 
 from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "tests" / "results" / "web"
 MEAL = "What is the daily meal per diem when travelling for business within the Netherlands?"
 # With only the hr tag, this finds weak hr context: routed to the hr tag's owner (examples/sample_corpus/directory.yml).
@@ -69,14 +68,8 @@ def key_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make provision-browser` (apt-get install chromium).")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        # Root (containers, CI) needs --no-sandbox; Playwright's own browser download is not used.
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    with launch_chromium(SCREENSHOTS) as launched:
         yield launched
-        launched.close()
 
 
 class Page:

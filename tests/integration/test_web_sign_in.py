@@ -7,20 +7,18 @@ token, asking again when renewal is refused, and signing out at the provider.
 Every step leaves a screenshot in ``tests/results/web/`` (git-ignored).
 """
 
-import os
 import time
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from support.api_server import REPO, ApiServer
+from support.chromium import launch_chromium
 from support.oidc_provider import OidcProvider
 
 from components.stores import key_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CHROMIUM = os.environ.get("SOURCEBOUND_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = REPO / "tests" / "results" / "web"
 CLIENT_ID = "sourcebound-web"
 DOCUMENTS = [
@@ -71,13 +69,8 @@ def server(tmp_path_factory, provider):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make provision-browser` (apt-get install chromium).")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    with launch_chromium(SCREENSHOTS) as launched:
         yield launched
-        launched.close()
 
 
 class SignInPage:
