@@ -6,8 +6,8 @@ on the next line when the hit holds only half of it (docs/contract.md, "Retrieva
 Access is structural: the neighbours are read from the store with the request's server-built access filter
 ANDed in (the same filter the retrievers get), and the pipeline's ``AccessGuard`` re-checks them like every
 retrieved chunk. A neighbour carries ``meta.neighbour_of`` (the SourceId of the hit it was read for) and its own
-dense similarity as its score; the confidence's retrieval part counts only retrieved chunks. The context never
-grows past the request's size (``max_documents``): a neighbour of a strong hit takes the place of a weak hit.
+dense similarity as its score; the confidence's retrieval part counts it only when the answer cites it. The context
+never grows past the request's size (``max_documents``): a neighbour of a strong hit takes the place of a weak hit.
 
 Usage:
 ```python

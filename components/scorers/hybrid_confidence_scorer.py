@@ -5,7 +5,9 @@
 clamped to 0-100, where
 
 * ``retrieval`` is the mean dense similarity of the context chunks used (0 with
-  no context), the neighbours read around a strong hit (``meta.neighbour_of``) left out;
+  no context): the chunks the answer cites, or, for an answer citing none (a decline), every
+  retrieved chunk, the neighbours read around a strong hit (``meta.neighbour_of``) left out. A filler chunk that
+  filled the top-k without being used says nothing about how well the answer's evidence was found;
 * ``coverage`` is the share of the answer's key phrases found in the context.
   Key phrases are content-word n-grams: the answer (SourceId markers stripped) is
   cut into runs of consecutive content words at stopwords and punctuation; a
@@ -31,7 +33,14 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from components.core.models import INSUFFICIENT_INFORMATION_ANSWER
 from components.core.span_tags import tag_span
-from components.core.text_analysis import key_phrases, phrase_index, strip_source_ids, words
+from components.core.text_analysis import (
+    find_source_ids,
+    key_phrases,
+    phrase_index,
+    source_id_of,
+    strip_source_ids,
+    words,
+)
 from components.retrievers.neighbour_chunk_retriever import NEIGHBOUR_FIELD
 
 
@@ -42,6 +51,19 @@ def coverage_score(answer: str, context: str) -> float:
         return 0.0
     index = phrase_index(strip_source_ids(context))
     return sum(1 for phrase in phrases if phrase in index) / len(phrases)
+
+
+def retrieval_score(answer: str, documents: list[Document]) -> float:
+    """
+    Mean dense similarity (0-1) of the chunks the answer uses (docs/contract.md, "Confidence and routing"): those
+    it cites, else every retrieved chunk. A neighbour read around a strong hit (small-to-big) counts only when
+    cited: the question did not find it.
+    """
+    cited = set(find_source_ids(answer))
+    used = [doc for doc in documents if source_id_of(doc) in cited]
+    used = used or [doc for doc in documents if not (doc.meta or {}).get(NEIGHBOUR_FIELD)] or documents
+    scores = [min(1.0, max(0.0, doc.score if doc.score is not None else 0.0)) for doc in used]
+    return sum(scores) / len(scores) if scores else 0.0
 
 
 @component
@@ -138,10 +160,7 @@ class HybridConfidenceScorer:
         :param evidence: A reader's evidence (``support`` 0-1); when given, it is the coverage part.
         :returns: ``confidence``: ``{overall, retrieval_score, coverage_score, llm_score}``.
         """
-        # Retrieved chunks only: a neighbour read for a strong hit (small-to-big) was not found by the question.
-        retrieved = [doc for doc in documents if not (doc.meta or {}).get(NEIGHBOUR_FIELD)] or documents
-        scores = [min(1.0, max(0.0, doc.score if doc.score is not None else 0.0)) for doc in retrieved]
-        retrieval = sum(scores) / len(scores) if scores else 0.0
+        retrieval = retrieval_score(answer, documents)
         support = self.evidence_support(evidence)
         if support is not None:
             coverage = support if documents else 0.0

@@ -108,6 +108,24 @@ class TestHybridConfidenceScorer:
         )
         assert with_neighbour == alone["confidence"] and with_neighbour["retrieval_score"] == 0.6
 
+    def test_run_retrieval_is_the_cited_chunks(self):
+        # The chunks an answer cites are the ones it used; a weak chunk that only filled the top-k does not lower
+        # the retrieval part, and a cited neighbour counts with its own similarity (docs/contract.md).
+        strong = Document(id="hr:2", content="Full-time employees receive 27 vacation days per year.", score=0.8)
+        filler = Document(id="it:7", content="Printers are on floor 2.", score=0.3)
+        neighbour = Document(id="hr:3", content="Carry-over is capped.", score=0.5, meta={"neighbour_of": "hr:2"})
+        scorer = HybridConfidenceScorer()
+        documents = [strong, filler, neighbour]
+        cites_strong = scorer.run(answer="27 days. [SourceId: hr:2]", documents=documents, context=CONTEXT)
+        assert cites_strong["confidence"]["retrieval_score"] == 0.8
+        cites_both = scorer.run(
+            answer="27 days. [SourceId: hr:2] Capped. [SourceId: hr:3]", documents=documents, context=CONTEXT
+        )
+        assert cites_both["confidence"]["retrieval_score"] == pytest.approx(0.65)
+        # A decline cites nothing: every retrieved chunk counts, the neighbour left out.
+        declined = scorer.run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=documents, context=CONTEXT)
+        assert declined["confidence"]["retrieval_score"] == pytest.approx(0.55)
+
     def test_run_evidence_without_context_or_support(self):
         scorer = HybridConfidenceScorer()
         out = scorer.run(answer=INSUFFICIENT_INFORMATION_ANSWER, documents=[], context="", evidence={"support": 0.7})
