@@ -64,13 +64,21 @@ def stored_vector(vector: np.ndarray) -> np.ndarray:
     return np.asarray(vector, dtype=np.float32).astype(STORED_DTYPE).astype(np.float32)
 
 
+def _weights(model_key: str) -> str:
+    """The part of a model key that names the weights: its digest after the last ``@`` (the whole key without one)."""
+    return model_key.rpartition("@")[2]
+
+
 class SentenceVectorCache:
     """Sentence vectors per (tenant, document, text) in one SQLite file; thread-safe."""
 
     def __init__(self, path: str | Path, model_key: str | None) -> None:
         """
         :param path: The SQLite file (created with its folder when missing).
-        :param model_key: Names the model and its weights; a file written with another is emptied on open.
+        :param model_key: Names the model and its weights, ``name@digest``; a file written with other weights (another
+            digest) is emptied on open. The name is not compared: one model is named by its install path in a
+            served pipeline and ``packaged:...`` elsewhere, and the path moves with every new environment, so
+            comparing it would throw away an index's vectors for the same weights.
             ``None`` opens the file for deletions only, whatever model wrote it.
         :raises ValueError: If ``model_key`` is empty.
         """
@@ -90,7 +98,8 @@ class SentenceVectorCache:
         row = self._db.execute("SELECT value FROM cache_info WHERE name = 'model'").fetchone()
         if model_key is not None and (row is None or row[0] != model_key):
             with self._db:
-                self._db.execute("DELETE FROM sentence_vectors")
+                if row is None or _weights(row[0]) != _weights(model_key):
+                    self._db.execute("DELETE FROM sentence_vectors")
                 self._db.execute("INSERT OR REPLACE INTO cache_info VALUES ('model', ?)", (model_key,))
 
     def get(self, tenant_id: str, keys: Sequence[Key]) -> dict[Key, np.ndarray]:

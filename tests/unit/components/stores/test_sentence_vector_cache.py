@@ -69,6 +69,15 @@ class TestSentenceVectorCache:
         assert SentenceVectorCache(path, model_key="m@1").count() == 1  # same model: kept across opens
         assert SentenceVectorCache(path, model_key="m@2").count() == 0
 
+    def test_same_weights_under_another_name_keep_the_vectors(self, tmp_path):
+        # A served pipeline names the model by its install path, a component built in code by "packaged:...", and a
+        # new environment moves the path: the digest names the weights, so the index's vectors stay.
+        path = tmp_path / "v.sqlite"
+        SentenceVectorCache(path, model_key="/old/venv/model@d1").put("acme", [("hr", "A b c.", _vector(1))])
+        assert SentenceVectorCache(path, model_key="packaged:all-MiniLM-L6-v2@d1").count() == 1
+        assert SentenceVectorCache(path, model_key="/new/venv/model@d1").count() == 1
+        assert SentenceVectorCache(path, model_key="/new/venv/model@d2").count() == 0
+
     def test_concurrent_readers_and_writers(self, tmp_path):
         cache = SentenceVectorCache(tmp_path / "v.sqlite", model_key="m@1")
         errors: list[BaseException] = []
