@@ -156,7 +156,15 @@ def word_rarity(word: str, language: str | None) -> float:
     text ("days", Zipf 5.6) gives 0.30, a specialised one ("bereavement", 2.96) 0.63 and a word the lists do not
     hold (a name, a typo, an identifier) 1.0. Deterministic: the lists ship inside the ``wordfreq`` package.
     """
-    from wordfreq import available_languages, zipf_frequency
+    from wordfreq import zipf_frequency
 
-    language = language if language in available_languages() else "en"
+    language = language if language in _word_list_languages() else "en"
     return min(1.0, max(0.0, (_COMMON_ZIPF - zipf_frequency(word, language)) / _COMMON_ZIPF))
+
+
+@lru_cache(maxsize=1)
+def _word_list_languages() -> frozenset[str]:
+    """The languages ``wordfreq`` has lists for (it globs its data folder on every call: ~1 ms)."""
+    from wordfreq import available_languages
+
+    return frozenset(available_languages())

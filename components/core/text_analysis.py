@@ -264,9 +264,14 @@ def content_words(text: str, language: str | None = None) -> list[str]:
     :param language: The text's language (ISO 639-1), when the caller knows it better than a guess from the text
         itself (a chunk's ``language``); ``None``: :func:`text_language`.
     """
-    language = language or text_language(text or "")
+    return list(_content_words(text or "", language or text_language(text or "")))
+
+
+# The reader analyses the same context sentences request after request: their words are worth keeping (~10 MB).
+@lru_cache(maxsize=16384)
+def _content_words(text: str, language: str | None) -> tuple[str, ...]:
     stopwords = stopwords_for(language)
-    return [normalize_term(token, language) for token in tokens(text) if is_content_word(token, stopwords)]
+    return tuple(normalize_term(token, language) for token in tokens(text) if is_content_word(token, stopwords))
 
 
 def content_runs(text: str) -> list[list[str]]:
@@ -311,6 +316,8 @@ def phrase_index(text: str) -> set[str]:
     return index
 
 
+# The dedup step shingles the same retrieved chunks request after request (a frozenset is immutable: safe to share).
+@lru_cache(maxsize=4096)
 def shingles(text: str, size: int = 3) -> frozenset[tuple[str, ...]]:
     """Word ``size``-shingles of ``text``; a text shorter than ``size`` words is one shingle."""
     tokens = words(text)

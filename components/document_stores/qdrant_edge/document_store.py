@@ -1189,15 +1189,23 @@ def rrf_fuse(rankings: dict[str, list[Any]], rrf_k: int) -> list[tuple[Any, floa
     :param rrf_k: The RRF constant.
     :returns: ``(point id, score, stage names)`` by descending score, equal scores by id (as ``_break_ties``).
     """
-    scores: dict[Any, np.float32] = {}
+    longest = max((len(points) for points in rankings.values()), default=0)
+    # Each term as the float32 the engine adds, held in a Python float (exact: a float32 fits in a float64).
+    terms = (np.float32(1.0) / (np.float32(rrf_k) + np.arange(longest, dtype=np.float32))).tolist()
+    scores: dict[Any, float] = {}
     sources: dict[Any, list[str]] = {}
     for name, points in rankings.items():
         for rank, point in enumerate(points):
             point_id = point.id  # the binding builds a new UUID on every access: read it once
-            scores[point_id] = scores.get(point_id, np.float32(0.0)) + np.float32(1.0) / np.float32(rrf_k + rank)
-            sources.setdefault(point_id, []).append(name)
+            if point_id in scores:
+                # Two float32 summands add exactly in float64; one rounding to float32 is the engine's float32 sum.
+                scores[point_id] = float(np.float32(scores[point_id] + terms[rank]))
+                sources[point_id].append(name)
+            else:
+                scores[point_id] = terms[rank]
+                sources[point_id] = [name]
     ordered = sorted(scores, key=lambda point_id: (-scores[point_id], str(point_id)))
-    return [(point_id, float(scores[point_id]), sources[point_id]) for point_id in ordered]
+    return [(point_id, scores[point_id], sources[point_id]) for point_id in ordered]
 
 
 def _break_ties(points: list[Any]) -> list[Any]:
