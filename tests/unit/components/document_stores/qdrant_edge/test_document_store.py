@@ -720,3 +720,45 @@ class TestDeterministicOrder:
         assert (deleted, written) == (4, 1)
         remaining = store.filter_documents({"field": "meta.document_id", "operator": "==", "value": "doc-a"})
         assert [(document.id, document.content) for document in remaining] == [("doc-a:0", "new text")]
+
+
+class _Point:
+    def __init__(self, point_id: int) -> None:
+        self.id = point_id
+
+
+@pytest.mark.unit
+class TestRrfFuse:
+    def test_run_scores_are_the_engines_float32_sums(self):
+        # Fusion.Rrf: a float32 sum, in ranking order, of 1 / (k + rank) over the rankings holding the point.
+        import random
+
+        import numpy as np
+
+        from components.document_stores.qdrant_edge.document_store import rrf_fuse
+
+        rng = random.Random(7)
+        for _ in range(300):
+            dense, keyword = rng.sample(range(120), 45), rng.sample(range(120), 45)
+            rrf_k = rng.choice([1, 10, 60, 100])
+            expected: dict[int, np.float32] = {}
+            for ranking in (dense, keyword):
+                for rank, point in enumerate(ranking):
+                    expected[point] = expected.get(point, np.float32(0)) + np.float32(1) / np.float32(rrf_k + rank)
+            fused = rrf_fuse({"vector": [_Point(p) for p in dense], "keyword": [_Point(p) for p in keyword]}, rrf_k)
+            assert {point: score for point, score, _ in fused} == {p: float(s) for p, s in expected.items()}
+            # Best first; equal scores ordered by id, as text (deterministic across re-indexing).
+            assert [(-score, str(point)) for point, score, _ in fused] == sorted(
+                (-score, str(point)) for point, score, _ in fused
+            )
+
+    def test_run_names_the_stages_that_found_each_point(self):
+        from components.document_stores.qdrant_edge.document_store import rrf_fuse
+
+        fused = rrf_fuse({"vector": [_Point(1), _Point(2)], "keyword": [_Point(2), _Point(3)]}, 60)
+        assert {point: sources for point, _, sources in fused} == {
+            1: ["vector"],
+            2: ["vector", "keyword"],
+            3: ["keyword"],
+        }
+        assert fused[0][0] == 2
