@@ -69,6 +69,8 @@ def build_app(args: argparse.Namespace):
     install_log_redaction(*([add_trace_ids] if tracing_on else []))
 
     app = create_application(settings)
+    # The serving process keeps its start-up objects for its lifetime: a full collection need not walk them.
+    app.state.freeze_start_up_objects = True
     banner = (
         f"sourcebound: serving on http://{settings.host}:{settings.port} "
         f"(data dir {settings.data_dir}, auth mode {settings.auth_mode}, "

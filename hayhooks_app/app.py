@@ -61,7 +61,7 @@ from hayhooks_app.events.outbox_relay import start_relay
 from hayhooks_app.events.routed_questions import publish_routed_questions
 from hayhooks_app.events.runner import start_beside_server
 from hayhooks_app.mcp_server import create_mcp_app, mount_mcp
-from hayhooks_app.memory import return_freed_memory
+from hayhooks_app.memory import freeze_start_up_objects, return_freed_memory
 from hayhooks_app.metrics import PROMETHEUS_CONTENT_TYPE, metrics
 from hayhooks_app.middleware import CHAT_MODEL_NAME, RequestGuard, SSEDoneTerminator
 from hayhooks_app.oidc.provider import IdentityProviderUnavailable
@@ -213,6 +213,8 @@ def _extend_lifespan(app: FastAPI, container: ServiceContainer, mcp_app, admin: 
             await run_in_threadpool(container.prune)
             await _purge_deleted(container)
             return_freed_memory()  # start-up freed tens of MB the heap would keep
+            if getattr(app.state, "freeze_start_up_objects", False):  # set by `serve` (hayhooks_app.__main__)
+                logger.info("Start-up objects out of the cyclic collector's passes: %d", freeze_start_up_objects())
             pruning = asyncio.create_task(_prune_periodically(container))
             events = start_beside_server(container)  # SOURCEBOUND_EVENTS_CONSUMER (docs/events.md)
             routed = publish_routed_questions(container)  # SOURCEBOUND_EVENTS_URL (docs/events.md)
