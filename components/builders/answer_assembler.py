@@ -69,6 +69,10 @@ class AnswerAssembler:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self, time_decimals: int = 3, include_ungrounded_draft: bool = False, include_removed_sentences: bool = False
     ) -> None:

@@ -46,6 +46,10 @@ class SourceIdPromptBuilder:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         system_prompt: str = RAG_SYSTEM_PROMPT,

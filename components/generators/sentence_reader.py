@@ -283,6 +283,10 @@ class SentenceReader:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         lexical_weight: float = 0.2,

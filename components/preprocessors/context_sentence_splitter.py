@@ -44,6 +44,10 @@ class ContextSentenceSplitter:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(self, min_sentence_words: int = 3, max_sentences: int = 256) -> None:
         """
         :param min_sentence_words: Shorter fragments (headings, labels) are dropped.

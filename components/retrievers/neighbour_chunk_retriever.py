@@ -37,6 +37,10 @@ NEIGHBOUR_FIELD = "neighbour_of"
 class NeighbourChunkRetriever:
     """Adds the neighbouring chunks of the strongest hits to the context (see the module doc)."""
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self, document_store: DocumentStore, top_hits: int = 2, window: int = 1, min_score: float = 0.45
     ) -> None:

@@ -68,6 +68,10 @@ class TagRouter:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         directory_path: str,

@@ -77,6 +77,10 @@ class HybridConfidenceScorer:
     ```
     """
 
+    # run() changes none of its inputs and keeps none of them: the planned pipeline passes them without a defensive
+    # copy (docs/contract.md, "Pipeline runs").
+    reads_inputs_only = True
+
     def __init__(
         self,
         retrieval_weight: float = 30.0,

@@ -438,5 +438,6 @@ class TestPlannedPipelineOnTheYamlPipelines:
             service.rag(body)
             service.search(body)
         expected = {"selector", "similarity", "guard", "domain_allowlist", "limiter", "dedup", "budgeter", "citations",
-                    "results", "sentence_embedder"}  # fmt: skip
+                    "results", "sentence_embedder", "neighbours", "sentences", "answerer", "prompt_builder",
+                    "confidence", "router", "assembler"}  # fmt: skip
         assert expected <= set(checked)
