@@ -43,13 +43,13 @@ def return_freed_memory() -> None:
 
 def freeze_start_up_objects() -> int:
     """
-    Exclude every object alive now from the cyclic collector's passes (``gc.freeze``), after a collection: the
-    served process's start-up objects live as long as it does, and a full collection no longer walks them. Objects
-    are still freed when their last reference goes; only cycles among them would wait for :func:`gc.unfreeze`.
-    Call once, when start-up is done, in the serving process only (a test process builds many apps).
+    Exclude every object alive now from the cyclic collector's passes (``gc.freeze``): the served process's
+    start-up objects live as long as it does, and a full collection no longer walks them. Objects are still freed
+    when their last reference goes; only cycles among them would wait for :func:`gc.unfreeze`. Call once, when
+    start-up is done and :func:`return_freed_memory` has collected its garbage (so none is frozen), in the serving
+    process only (a test process builds many apps).
 
     :returns: How many objects were frozen.
     """
-    gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
