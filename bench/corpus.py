@@ -656,6 +656,10 @@ def query_set(count: int, seed: int = SEED + 7) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ building and caching
 
 
+# Meta that differs on every generation (the enricher's run time): outside the digest, or no run would reuse the cache.
+VOLATILE_META = frozenset({"indexed_at"})
+
+
 def _file_hash(path: Path) -> str:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -666,14 +670,15 @@ def _file_hash(path: Path) -> str:
 def content_digest(documents: int = 20) -> str:
     """
     Digest of what the generator produces: every sentence, and the first ``documents`` documents' chunks
-    (ids, text, meta). Edits that change no output (comments, docs) keep the cache; bump ``GENERATOR_VERSION``
-    when something the digest cannot see changes (how embeddings are composed).
+    (ids, text, meta but the wall-clock ``indexed_at``). Edits that change no output (comments, docs) keep the
+    cache; bump ``GENERATOR_VERSION`` when something the digest cannot see changes (how embeddings are composed).
     """
     sentences, _rows = sentence_pool()
     digest = hashlib.sha256("\n".join(sentences).encode())
     for chunks in itertools.islice(iter_documents(10**12, None), documents):
         for chunk in chunks:
-            digest.update(json.dumps([chunk.id, chunk.content, chunk.meta], sort_keys=True, default=str).encode())
+            meta = {key: value for key, value in chunk.meta.items() if key not in VOLATILE_META}
+            digest.update(json.dumps([chunk.id, chunk.content, meta], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
@@ -687,7 +692,7 @@ def cache_key(size: int) -> str:
         f"v{GENERATOR_VERSION}",
         str(size),
         content_digest(),
-        _file_hash(REPO / "components" / "qdrant_edge" / "converters.py"),
+        _file_hash(REPO / "components" / "document_stores" / "qdrant_edge" / "converters.py"),
         engine,
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
