@@ -250,3 +250,31 @@ class TestAccessKeyMigration:
         other_user = AccessRule("acme", ("hr",), user_id="u2", project_id="atlas").to_filters()
         assert reopened.filter_documents(other_user) == []
         reopened.close()
+
+    def test_readable_access_keys_become_digests_on_open(self, tmp_path):
+        import json
+
+        from qdrant_edge import UpdateOperation
+
+        from components.core.access_rule import AccessRule
+        from components.document_stores.qdrant_edge.converters import STORE_PAYLOAD_KEY
+
+        path = str(tmp_path / "qdrant")
+        store = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
+        meta = {"tenant_id": "acme", "tags": ["hr"], "scope": "tenant", "document_id": "policy"}
+        store.write_documents([Document(id="policy:0", content="leave policy", meta=meta, embedding=[1, 0, 0, 0])])
+        # What the access-v2 scheme stored: the combination itself, as JSON.
+        readable = [json.dumps(["acme", "hr", "tenant", "", 0, 0], separators=(",", ":"))]
+        store._shard_state().shard.update(
+            UpdateOperation.set_payload([point_id("policy:0", "acme")], {"access": readable}, key=STORE_PAYLOAD_KEY)
+        )
+        (tmp_path / "qdrant" / document_store_module.POINT_ID_SCHEME_FILE).write_text("tenant-id-v2 access-v2\n")
+        reader = AccessRule("acme", ("hr",)).to_filters()
+        assert store.filter_documents(reader) == []  # the rule now asks for digests
+        store.close()
+
+        reopened = QdrantEdgeDocumentStore(path=path, embedding_dim=DIM)
+        assert [d.id for d in reopened.filter_documents(reader)] == ["policy:0"]
+        assert reopened.filter_documents(AccessRule("acme", ("it",)).to_filters()) == []
+        assert reopened.filter_documents(AccessRule("other", ("hr",)).to_filters()) == []
+        reopened.close()

@@ -30,9 +30,14 @@ indexed; ``filters`` rewrites that rule into a single ``MatchAny`` over the
 keys the request may see, which the index answers directly (~2 ms). Keys are
 derived from meta on every write and recomputed when ``update_by_filter``
 changes one of ``ACCESS_FIELDS``, so the rewrite selects exactly what the
-plain filter selects (property-tested against it).
+plain filter selects (property-tested against it). A stored key is a 128-bit
+digest of the combination, 22 characters: the engine compares each BM25
+candidate's keys with the request's, and against the readable 70-character
+form that check was half of the keyword stage at 100k chunks (3.9 -> 2.2 ms).
 """
 
+import base64
+import hashlib
 import json
 import uuid
 from typing import Any
@@ -73,9 +78,13 @@ def _has_true(value: Any) -> bool:
 
 
 def access_key(tenant_id: str, tag: str, scope: str, audience_id: str, tainted: bool, verified: bool) -> str:
-    """One access key; JSON keeps the parts apart whatever characters they contain."""
+    """
+    One access key: the unpadded URL-safe base64 of the first 16 bytes of the SHA-256 of the combination as JSON
+    (JSON keeps the parts apart whatever characters they contain; 128 bits keep two combinations apart).
+    """
     parts = [tenant_id, tag, scope, audience_id, int(tainted), int(verified)]
-    return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    combination = json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(hashlib.sha256(combination).digest()[:16]).rstrip(b"=").decode("ascii")
 
 
 def public_access_key(tainted: bool, verified: bool) -> str:

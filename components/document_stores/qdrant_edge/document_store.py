@@ -153,9 +153,10 @@ PAYLOAD_INDEXES: dict[str, Any] = {
 
 SCROLL_PAGE_SIZE = 1024
 # In the shard folder once its point ids follow converters.point_id (tenant + id) and its access keys
-# converters.access_keys (project chunks keyed by project and owner); another content triggers the migration.
+# converters.access_keys (project chunks keyed by project and owner; v3: keys stored as digests); another content
+# triggers the migration.
 POINT_ID_SCHEME_FILE = "point_id_scheme"
-POINT_ID_SCHEME = "tenant-id-v2 access-v2"
+POINT_ID_SCHEME = "tenant-id-v2 access-v3"
 _REKEY_BATCH = 256
 DEFAULT_RRF_K = 60
 # The stage names a source-reporting hybrid query puts in ``meta["retrieved_by"]`` (dense first, as the engine).

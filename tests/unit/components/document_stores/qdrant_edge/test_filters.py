@@ -253,6 +253,27 @@ def uses_access_keys(converted) -> bool:
 
 
 @pytest.mark.unit
+class TestAccessKey:
+    def test_key_is_a_short_digest_of_every_part(self):
+        from components.document_stores.qdrant_edge.converters import access_key
+
+        key = access_key("acme", "hr", "user", "u1", False, True)
+        assert len(key) == 22 and key.isascii() and "acme" not in key
+        assert key == access_key("acme", "hr", "user", "u1", False, True)
+        others = {
+            access_key("acme", "hr", "user", "u1", False, False),
+            access_key("acme", "hr", "user", "u1", True, True),
+            access_key("acme", "hr", "user", "u2", False, True),
+            access_key("acme", "hr", "tenant", "", False, True),
+            access_key("acme", "it", "user", "u1", False, True),
+            access_key("acme2", "hr", "user", "u1", False, True),
+            # JSON keeps the parts apart: moving a character across a boundary is another key.
+            access_key("acmeh", "r", "user", "u1", False, True),
+        }
+        assert key not in others and len(others) == 7
+
+
+@pytest.mark.unit
 class TestAccessRuleRewrite:
     def test_contract_rule_becomes_one_key_match(self):
         rule = access_rule("acme", ["hr", "it"], [("tenant",), ("user", "u1"), ("project", "p1", "reversed")])
