@@ -94,19 +94,6 @@ def _run_client(urls: dict[str, str], plan: dict[str, Any]) -> dict[str, Any]:
         return json.loads(out_path.read_text(encoding="utf-8"))
 
 
-def _settle(servers: dict[str, Any], timeout_s: float = 60.0, idle_cpu_s: float = 0.05) -> None:
-    """
-    Wait until no server spends CPU on its own: a server warms up for a few seconds after it reports ready (~2-3 s
-    of CPU at 100k chunks), which would otherwise count against the side started last.
-    """
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        before = {side: server.cpu_s() for side, server in servers.items()}
-        time.sleep(1.0)
-        if all(server.cpu_s() - before[side] < idle_cpu_s for side, server in servers.items()):
-            return
-
-
 def _plan(requests: int, warmup: int, threads: int) -> dict[str, Any]:
     from bench.corpus import query_set
     from bench.service_bench import rag_body, search_body
@@ -153,7 +140,8 @@ def compare(before: Path, size: int, requests: int, warmup: int, threads: int, t
                 copy = _copy_data_dir(data_dir, Path(temp) / side)
                 server = BenchServer(copy, LOG_DIR / f"ab-{side}-{size}.log", threads, cwd=checkout)
                 servers[side] = server.start(300)
-            _settle(servers)
+            for server in servers.values():  # the warm-up after start would count against the side started last
+                server.wait_until_idle()
             cpu_start = {side: server.cpu_s() for side, server in servers.items()}
             result = _run_client(
                 {side: server.url for side, server in servers.items()}, _plan(requests, warmup, threads)
